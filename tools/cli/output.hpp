@@ -6,6 +6,7 @@
 #include <switchyard/switchyard.hpp>
 
 #include <boost/program_options/options_description.hpp>
+#include <boost/program_options/positional_options.hpp>
 #include <boost/program_options/variables_map.hpp>
 
 #include <cstdint>
@@ -86,6 +87,23 @@ class Progress {
   bool enabled_;
   bool finished_ = false;
 };
+
+// ---- added for the commands' help and suggestions ------------------------------------------
+
+// Prints "usage: switchyard <command> <synopsis>", the command's own options, the selection
+// flags and the common flags (--json, --help/-h) — everything parse_command_line accepts.
+// parse_command_line does not print help: a command checks vm.count("help"), calls this and
+// returns 0.
+void print_command_help(std::ostream& out, const std::string& command,
+                        const std::string& synopsis,
+                        const boost::program_options::options_description& own);
+
+// The candidate closest to `word` (case-insensitive edit distance, or a prefix), or "" when
+// none is close enough to be a plausible typo.
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+
+// " (did you mean 'x'?)" or "" — ready to append to a message.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
 
 }  // namespace switchyard::cli
 

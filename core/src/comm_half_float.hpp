@@ -1,7 +1,7 @@
 // bfloat16 and IEEE float16 <-> float32, bit-exact, on any CPU. The thread group reduces 16-bit
 // data in float32 and rounds back once, round-to-nearest-even, as NCCL does on the GPU.
-#ifndef SWITCHYARD_CORE_HALF_FLOAT_HPP
-#define SWITCHYARD_CORE_HALF_FLOAT_HPP
+#ifndef SWITCHYARD_CORE_COMM_HALF_FLOAT_HPP
+#define SWITCHYARD_CORE_COMM_HALF_FLOAT_HPP
 
 #include <cstdint>
 #include <cstring>
