@@ -24,8 +24,8 @@ const std::vector<std::string>& builtin_backends() {
 std::optional<std::string> renamed_backend(const std::string& name) {
   // Names users of Megatron-Core and older Switchyard configs already write.
   static const std::map<std::string, std::string> renamed{
-      {"megatron", "native"},      {"megatron_fused", "fused"}, {"fused_layer_norm", "apex"},
-      {"torch_norm", "native"},    {"transformer_engine", "te"},
+      {"megatron", "native"},   {"megatron_fused", "fused"},  {"fused_layer_norm", "apex"},
+      {"torch_norm", "native"}, {"transformer_engine", "te"},
   };
   const auto found = renamed.find(name);
   if (found == renamed.end()) return std::nullopt;

@@ -2,7 +2,8 @@
 #include "comm_cpu.hpp"
 
 #include "comm_cuda_pointer.hpp"
-#include "comm_half_float.hpp"
+
+#include <switchyard/float16.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -38,15 +39,15 @@ struct Native {
 struct Bfloat16 {
   using Storage = uint16_t;
   using Accumulator = float;
-  static float load(uint16_t value) { return bf16_to_float(value); }
-  static uint16_t store(float value) { return float_to_bf16(value); }
+  static float load(uint16_t value) { return sy::bf16_to_float(value); }
+  static uint16_t store(float value) { return sy::float_to_bf16(value); }
 };
 
 struct Float16 {
   using Storage = uint16_t;
   using Accumulator = float;
-  static float load(uint16_t value) { return f16_to_float(value); }
-  static uint16_t store(float value) { return float_to_f16(value); }
+  static float load(uint16_t value) { return sy::f16_to_float(value); }
+  static uint16_t store(float value) { return sy::float_to_f16(value); }
 };
 
 // ---- the operators ---------------------------------------------------------------------
@@ -108,7 +109,6 @@ std::string dtype_text(DLDataType dtype) {
     case kDLBfloat: base = "bfloat"; break;
     case kDLInt: base = "int"; break;
     case kDLUInt: base = "uint"; break;
-    case kDLBool: base = "bool"; break;
     default: base = "type_code_" + std::to_string(dtype.code) + "_"; break;
   }
   base += std::to_string(dtype.bits);

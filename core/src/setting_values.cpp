@@ -85,14 +85,18 @@ const std::vector<std::string>& log_levels() {
   return levels;
 }
 
-std::string canonical_log_level(const std::string& value, const std::string& what) {
+std::optional<std::string> parse_log_level(const std::string& value, const std::string& what,
+                                           std::string* problem) {
   const std::string v = to_lower(trim(value));
-  if (v == "warning") return "warn";  // spdlog's and Python's spelling
+  if (v == "warning") return std::string("warn");  // spdlog's and Python's spelling
   for (const std::string& level : log_levels()) {
     if (level == v) return level;
   }
-  throw_invalid_setting(what + " is '" + value + "', which is not a log level: expected " +
-                        join_choices(log_levels()) + did_you_mean(value, log_levels()) + ".");
+  if (problem) {
+    *problem = what + " is '" + value + "', which is not a log level: expected " +
+               join_choices(log_levels()) + did_you_mean(value, log_levels()) + "; it is ignored.";
+  }
+  return std::nullopt;
 }
 
 }  // namespace switchyard::detail

@@ -4,6 +4,7 @@
 #ifndef SWITCHYARD_CORE_SETTING_VALUES_HPP
 #define SWITCHYARD_CORE_SETTING_VALUES_HPP
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,11 @@ const std::vector<std::string>& norm_kinds();
 std::string canonical_norm_kind(const std::string& value, const std::string& what);
 
 // trace | debug | info | warn | error | off in any case ("warning" is read as "warn").
+// A bad level is not worth stopping a training job for: nullopt, and `problem` says why
+// (the caller warns and the value is ignored), as the logger itself does.
 const std::vector<std::string>& log_levels();
-std::string canonical_log_level(const std::string& value, const std::string& what);
+std::optional<std::string> parse_log_level(const std::string& value, const std::string& what,
+                                           std::string* problem);
 
 // "a, b or c"
 std::string join_choices(const std::vector<std::string>& choices);

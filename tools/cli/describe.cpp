@@ -205,7 +205,8 @@ Json search_path_json(const std::vector<SearchLocation>& locations) {
 
 // ---- text ---------------------------------------------------------------------------------
 
-void print_search_path(std::ostream& out, const std::vector<SearchLocation>& locations) {
+void print_search_path(std::ostream& out, const std::vector<SearchLocation>& locations,
+                       bool loaded) {
   if (locations.empty()) {
     out << "(the search path is empty)\n";
     return;
@@ -225,8 +226,14 @@ void print_search_path(std::ostream& out, const std::vector<SearchLocation>& loc
       out << "  no plugins (no file named libswitchyard-<name>.so)\n";
       continue;
     }
-    Table table({"NAME", "VERSION", "STATE", "FAMILIES", "DEVICES", "DETERMINISM", "REASON"});
+    Table table = loaded ? Table({"NAME", "VERSION", "STATE", "FAMILIES", "DEVICES",
+                                  "DETERMINISM", "REASON"})
+                         : Table({"NAME", "FILE"});
     for (const auto& plugin : location.candidates) {
+      if (!loaded) {
+        table.add({plugin.name, plugin.path});
+        continue;
+      }
       table.add({plugin.name.empty() ? plugin.file_name : plugin.name,
                  plugin.version.empty() ? "-" : plugin.version, state_name(plugin.state),
                  families_cell(plugin), devices_cell(plugin), determinism_cell(plugin),

@@ -35,8 +35,10 @@ Json plugin_json(const PluginInfo& plugin);
 Json search_path_json(const std::vector<SearchLocation>& locations);
 
 // The search path as text: each location (with the setting that put it there) followed by
-// an aligned table of its candidates. Shared by list and doctor.
-void print_search_path(std::ostream& out, const std::vector<SearchLocation>& locations);
+// an aligned table of its candidates. Shared by list and doctor. With `loaded` false (the
+// candidates were only named, not loaded) the table shows names and files only.
+void print_search_path(std::ostream& out, const std::vector<SearchLocation>& locations,
+                       bool loaded = true);
 
 // "key  value" lines with the values aligned, each line prefixed by `indent`.
 void print_fields(std::ostream& out, const std::vector<std::pair<std::string, std::string>>& fields,

@@ -404,10 +404,10 @@ void Progress::update(int64_t done, const std::string& note) {
     line += '[' + std::string(static_cast<size_t>(filled), '#') +
             std::string(static_cast<size_t>(kBarWidth - filled), '.') + "] " +
             std::to_string(clamped * 100 / total_) + "%";
-  } else {
+  } else if (done > 0) {
     line += std::to_string(done);  // unknown total: a running count
   }
-  if (!note.empty()) line += "  " + one_line(note);
+  if (!note.empty()) line += (line.back() == ' ' ? "" : "  ") + one_line(note);
   line += "\033[K";  // erase what a longer previous line left behind
   std::cerr << line << std::flush;
 }

@@ -15,6 +15,9 @@ namespace switchyard {
 class SingleRankComm {
  public:
   explicit SingleRankComm(DLDevice device = DLDevice{kDLCPU, 0});
+  // The table's ctx points at this object: neither copyable nor movable.
+  SingleRankComm(const SingleRankComm&) = delete;
+  SingleRankComm& operator=(const SingleRankComm&) = delete;
   const sy_comm* get() const { return &comm_; }
   int64_t collectives() const { return count_; }
 
@@ -31,7 +34,8 @@ class SingleRankComm {
 // Reductions are computed in rank order, so results are bit-identical on every rank and
 // from run to run. float32, float64, bfloat16, float16, int32 and int64 are supported.
 // A rank that does not arrive within the timeout fails the collective with
-// SY_ERR_COMMUNICATION instead of hanging forever.
+// SY_ERR_COMMUNICATION instead of hanging forever. The group must outlive every collective
+// in flight: destroy it only after all rank threads have returned from their calls.
 class ThreadGroup {
  public:
   explicit ThreadGroup(int32_t size, int timeout_ms = 60000);

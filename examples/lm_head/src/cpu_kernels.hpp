@@ -1,0 +1,35 @@
+#ifndef SWITCHYARD_LM_HEAD_CPU_KERNELS_HPP
+#define SWITCHYARD_LM_HEAD_CPU_KERNELS_HPP
+
+#include <switchyard/lm_head/kernels.hpp>
+
+namespace switchyard::lm_head {
+
+class CpuKernels final : public Kernels {
+ public:
+  explicit CpuKernels(int threads);
+
+  void gather_rows(const float* table, const int64_t* ids, int64_t n, int64_t width,
+                   float* out) const override;
+  void scatter_add_rows(const float* rows, const int64_t* ids, int64_t n, int64_t width,
+                        float* table_grad) const override;
+  void project(const float* y, const float* w, int64_t n, int64_t h, int64_t vp,
+               float* logits) const override;
+  void project_grad_input(const float* dlogits, const float* w, int64_t n, int64_t h,
+                          int64_t vp, double* dy) const override;
+  void project_grad_weight(const float* y, const float* dlogits, int64_t n, int64_t h,
+                           int64_t vp, float* dw) const override;
+  void fill(float* out, int64_t count, float value) const override;
+  void to_float(const double* in, int64_t count, float* out) const override;
+  double mean(const float* values, int64_t count) const override;
+  void sgd_step(float* param, const float* grad, int64_t count, float lr) const override;
+  void adam_step(float* param, const float* grad, float* m, float* v, int64_t count,
+                 const AdamHyper& hyper) const override;
+
+ private:
+  int threads_;
+};
+
+}  // namespace switchyard::lm_head
+
+#endif

@@ -1,0 +1,211 @@
+// The training loop: validation and binding up front, then one thread per tensor-parallel
+// rank, each running forward/backward and the optimizer on its replica.
+#include <switchyard/lm_head/trainer.hpp>
+
+#include <switchyard/comm.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <thread>
+
+namespace switchyard::lm_head {
+namespace {
+
+// How long a rank waits in a collective for the others before failing instead of hanging.
+constexpr int kCollectiveTimeoutMs = 30000;
+constexpr int32_t kMaxTp = 64;
+constexpr int64_t kMaxVocab = int64_t{1} << 24;
+
+void require(bool ok, const std::string& flag, int64_t value, const std::string& expected) {
+  if (!ok) {
+    throw Error(SY_ERR_INVALID_ARGUMENT,
+                flag + " " + std::to_string(value) + ": expected " + expected + ".");
+  }
+}
+
+void validate(const TrainOptions& o) {
+  require(o.steps >= 1, "--steps", o.steps, "at least 1 step");
+  require(o.tp >= 1 && o.tp <= kMaxTp, "--tp", o.tp,
+          "1 to " + std::to_string(kMaxTp) + " ranks");
+  require(o.batch >= 1 && o.batch <= (int64_t{1} << 20), "--batch", o.batch,
+          "1 to 1048576 tokens per step");
+  require(o.hidden >= 1 && o.hidden <= 16384, "--hidden", o.hidden, "1 to 16384");
+  require(o.vocab == 0 || (o.vocab >= 2 && o.vocab <= kMaxVocab), "--vocab", o.vocab,
+          "0 (byte-level corpus) or a synthetic vocabulary of 2 to " +
+              std::to_string(kMaxVocab) + " tokens");
+  require(o.log_every >= 1, "--log-every", o.log_every, "at least 1");
+  require(o.threads >= 0, "--threads", o.threads, "0 (automatic) or more");
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b, const Device& da, const Device& db) {
+  if (a.empty() || b.empty()) return a.empty() == b.empty();
+  std::vector<unsigned char> ha(a.bytes()), hb(b.bytes());
+  da.copy_to_host(ha.data(), a.data<void>(), a.bytes());
+  db.copy_to_host(hb.data(), b.data<void>(), b.bytes());
+  return ha == hb;
+}
+
+}  // namespace
+
+struct Trainer::Impl {
+  TrainOptions options;
+  std::unique_ptr<TokenSource> data;
+  ModelConfig config;
+  std::vector<VocabShard> shards;
+  Setting norm_kind;
+  int threads_per_rank = 1;
+  std::unique_ptr<ThreadGroup> group;  // only for tp > 1
+  std::vector<std::unique_ptr<Device>> devices;  // one per rank
+  std::vector<std::unique_ptr<Model>> models;
+  std::vector<std::unique_ptr<Optimizer>> optimizers;
+  BackendInfo cross_entropy_backend;
+  BackendInfo norm_backend;
+};
+
+Trainer::Trainer(const Runtime& runtime, TrainOptions options) : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  validate(options);
+  if (options.learning_rate == 0) options.learning_rate = default_learning_rate(options.optimizer);
+  s.options = options;
+
+  // The device first: when it cannot be used, nothing else matters.
+  const DeviceRequest device_request = parse_device(options.device);
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  s.threads_per_rank = options.threads > 0 ? options.threads : std::max(1, cores / options.tp);
+  for (int32_t r = 0; r < options.tp; ++r) {
+    s.devices.push_back(open_device(device_request, s.threads_per_rank));
+  }
+
+  if (options.vocab == 0) {
+    const std::string exe_dir =
+        options.executable_dir.empty() ? executable_directory() : options.executable_dir;
+    s.data = load_byte_corpus(find_corpus(options.corpus, exe_dir));
+  } else {
+    s.data = make_synthetic_tokens(options.vocab);
+  }
+
+  s.norm_kind = runtime.settings().norm_kind;
+  s.config.vocab = s.data->vocab_size();
+  s.config.hidden = options.hidden;
+  s.config.rows = options.batch;
+  s.config.norm_kind = parse_norm_kind(s.norm_kind.value);
+  s.config.seed = options.seed;
+  s.shards = split_vocab(s.config.vocab, options.tp);
+
+  // Bind every rank's backends before any thread starts: a backend that is missing or cannot
+  // serve the problem fails here, at selection, not mid-step.
+  const DLDevice dl_device = s.devices.front()->dl_device();
+  const Norm norm = runtime.norm(norm_problem(s.config, dl_device));
+  s.norm_backend = norm.backend();
+  if (options.tp > 1) s.group = std::make_unique<ThreadGroup>(options.tp, kCollectiveTimeoutMs);
+  for (int32_t r = 0; r < options.tp; ++r) {
+    const VocabShard shard = s.shards[static_cast<size_t>(r)];
+    CrossEntropy ce = runtime.cross_entropy(
+        cross_entropy_problem(s.config, shard, options.tp, dl_device));
+    if (r == 0) s.cross_entropy_backend = ce.backend();
+    const sy_comm* comm = s.group ? s.group->comm(r) : nullptr;
+    const Device& device = *s.devices[static_cast<size_t>(r)];
+    s.models.push_back(std::make_unique<Model>(device, s.config, shard, std::move(ce), norm, comm));
+    s.optimizers.push_back(make_optimizer(options.optimizer, options.learning_rate, device));
+  }
+}
+
+Trainer::~Trainer() = default;
+
+TrainResult Trainer::run(const TrainCallbacks& callbacks) {
+  Impl& s = *impl_;
+  const int32_t tp = s.options.tp;
+  const int64_t steps = s.options.steps;
+  TrainResult result;
+  std::vector<std::exception_ptr> failures(static_cast<size_t>(tp));
+
+  auto rank_loop = [&](int32_t rank) {
+    try {
+      Model& model = *s.models[static_cast<size_t>(rank)];
+      Optimizer& optimizer = *s.optimizers[static_cast<size_t>(rank)];
+      const std::vector<Parameter> params = model.parameters();
+      Batch batch;
+      double interval_sum = 0;
+      int64_t interval_steps = 0;
+      for (int64_t step = 1; step <= steps; ++step) {
+        // Every rank draws the same batch: it is a function of (seed, step) only.
+        s.data->fill_batch(s.options.seed, step, s.options.batch, batch);
+        const double loss = model.forward_backward(batch);
+        optimizer.step(params);
+        if (rank != 0) continue;
+        interval_sum += loss;
+        ++interval_steps;
+        if (callbacks.on_step) callbacks.on_step(step, loss);
+        if (step == 1 || step % s.options.log_every == 0 || step == steps) {
+          const LossPoint point{step, interval_sum / static_cast<double>(interval_steps)};
+          result.losses.push_back(point);
+          if (callbacks.on_log) callbacks.on_log(point);
+          interval_sum = 0;
+          interval_steps = 0;
+        }
+      }
+    } catch (...) {
+      failures[static_cast<size_t>(rank)] = std::current_exception();
+    }
+  };
+
+  const auto start = std::chrono::steady_clock::now();
+  if (tp == 1) {
+    rank_loop(0);
+  } else {
+    std::vector<std::thread> ranks;
+    for (int32_t r = 0; r < tp; ++r) ranks.emplace_back(rank_loop, r);
+    for (std::thread& t : ranks) t.join();
+  }
+  const auto stop = std::chrono::steady_clock::now();
+
+  // Report the root cause: a rank that failed on its own rather than one that timed out
+  // waiting for it in a collective.
+  std::exception_ptr first, root;
+  for (const std::exception_ptr& failure : failures) {
+    if (!failure) continue;
+    if (!first) first = failure;
+    try {
+      std::rethrow_exception(failure);
+    } catch (const Error& e) {
+      if (!root && e.status() != SY_ERR_COMMUNICATION) root = failure;
+    } catch (...) {
+      if (!root) root = failure;
+    }
+  }
+  if (root) std::rethrow_exception(root);
+  if (first) std::rethrow_exception(first);
+
+  result.steps = steps;
+  result.tokens = steps * s.options.batch;
+  result.seconds = std::chrono::duration<double>(stop - start).count();
+  result.tokens_per_second =
+      result.seconds > 0 ? static_cast<double>(result.tokens) / result.seconds : 0.0;
+
+  for (int32_t r = 1; r < tp; ++r) {
+    auto reference = s.models[0]->parameters();
+    auto replica = s.models[static_cast<size_t>(r)]->parameters();
+    for (size_t i = 0; i < reference.size(); ++i) {
+      if (std::strcmp(reference[i].name, "projection") == 0) continue;  // sharded, not replicated
+      if (!same_bytes(*reference[i].value, *replica[i].value, *s.devices[0],
+                      *s.devices[static_cast<size_t>(r)])) {
+        result.replicas_identical = false;
+      }
+    }
+  }
+  return result;
+}
+
+const TrainOptions& Trainer::options() const { return impl_->options; }
+const TokenSource& Trainer::data() const { return *impl_->data; }
+const ModelConfig& Trainer::model_config() const { return impl_->config; }
+const std::vector<VocabShard>& Trainer::shards() const { return impl_->shards; }
+const BackendInfo& Trainer::cross_entropy_backend() const { return impl_->cross_entropy_backend; }
+const BackendInfo& Trainer::norm_backend() const { return impl_->norm_backend; }
+const Setting& Trainer::norm_kind() const { return impl_->norm_kind; }
+int Trainer::threads_per_rank() const { return impl_->threads_per_rank; }
+std::string Trainer::device_name() const { return impl_->devices.front()->name(); }
+
+}  // namespace switchyard::lm_head
