@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include <stdexcept>
+
 namespace switchyard::test {
 namespace {
 

@@ -64,6 +64,9 @@ TEST_CASE("an unknown flag exits 2 and names the flag with a did-you-mean") {
   const auto extra = run_cli({"doctor", "stray"});
   CHECK(extra.exit_code == 2);
   CHECK(extra.err.find("unexpected argument 'stray'") != std::string::npos);
+  const auto one_too_many = run_cli({"inspect", "first", "second"});
+  CHECK(one_too_many.exit_code == 2);
+  CHECK(one_too_many.err.find("unexpected argument 'second';") != std::string::npos);
 }
 
 TEST_CASE("every command has --help and -h naming its own and the selection flags") {

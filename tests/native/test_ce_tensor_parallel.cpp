@@ -9,6 +9,7 @@
 
 #include <array>
 #include <functional>
+#include <memory>
 #include <numeric>
 #include <thread>
 
@@ -82,12 +83,28 @@ TpRun run_tp(const sy_ce_problem& base, const CeData& data, const std::vector<in
     run.declared.push_back(ce().forward_collectives(&p));
   }
 
-  auto rank_main = [&](int32_t r) {
+  // Every descriptor is made here, before the rank threads start: they only read them.
+  const DLTensor* labels_dl = labels.dl();
+  const DLTensor* grad_scale_dl = grad_scale.dl();
+  const DLTensor* grad_loss_dl = grad_loss.dl();
+  std::vector<std::unique_ptr<ColumnView>> logits_views, grad_views, grad_backward_views;
+  std::vector<DLTensor*> loss_dl, lse_dl, argmax_dl;
+  for (int32_t r = 0; r < tp; ++r) {
     const sy_ce_problem& p = problems[static_cast<size_t>(r)];
     RankResult& out = run.ranks[static_cast<size_t>(r)];
-    ColumnView logits_view(logits, p.vocab_start, p.vocab_local);
-    ColumnView grad_view(run.grad_forward, p.vocab_start, p.vocab_local);
-    ColumnView grad_backward_view(run.grad_backward, p.vocab_start, p.vocab_local);
+    logits_views.push_back(std::make_unique<ColumnView>(logits, p.vocab_start, p.vocab_local));
+    grad_views.push_back(std::make_unique<ColumnView>(run.grad_forward, p.vocab_start, p.vocab_local));
+    grad_backward_views.push_back(
+        std::make_unique<ColumnView>(run.grad_backward, p.vocab_start, p.vocab_local));
+    loss_dl.push_back(out.loss.dl());
+    lse_dl.push_back(out.lse.dl());
+    argmax_dl.push_back(out.argmax.dl());
+  }
+
+  auto rank_main = [&](int32_t r) {
+    const size_t k = static_cast<size_t>(r);
+    const sy_ce_problem& p = problems[k];
+    RankResult& out = run.ranks[k];
     int64_t bytes = 0;
     sy_error err = make_error();
     if (ce().workspace_size(&p, &bytes, &err) != SY_OK) {
@@ -98,35 +115,31 @@ TpRun run_tp(const sy_ce_problem& base, const CeData& data, const std::vector<in
     sy_ce_forward_args f{};
     f.struct_size = sizeof f;
     f.problem = &p;
-    f.logits = &logits_view.tensor;
-    f.labels = labels.dl();
-    f.loss = out.loss.dl();
-    f.lse = out.lse.dl();
-    f.argmax = (p.flags & SY_CE_ARGMAX) ? out.argmax.dl() : nullptr;
-    f.grad_scale = grad_scale.dl();
-    f.grad_logits = (p.flags & SY_CE_GRAD_IN_FORWARD) ? &grad_view.tensor : nullptr;
+    f.logits = &logits_views[k]->tensor;
+    f.labels = labels_dl;
+    f.loss = loss_dl[k];
+    f.lse = lse_dl[k];
+    f.argmax = (p.flags & SY_CE_ARGMAX) ? argmax_dl[k] : nullptr;
+    f.grad_scale = grad_scale_dl;
+    f.grad_logits = (p.flags & SY_CE_GRAD_IN_FORWARD) ? &grad_views[k]->tensor : nullptr;
     f.workspace = workspace.data();
     f.workspace_bytes = bytes;
     f.tp = group.comm(r);
     out.forward = ce().forward(&f, &err);
-    if (out.forward != SY_OK) {
-      out.message = err.message;
-      return;
-    }
+    if (out.forward != SY_OK) out.message = err.message;
   };
   auto backward_main = [&](int32_t r) {
-    const sy_ce_problem& p = problems[static_cast<size_t>(r)];
-    RankResult& out = run.ranks[static_cast<size_t>(r)];
-    ColumnView logits_view(logits, p.vocab_start, p.vocab_local);
-    ColumnView grad_view(run.grad_backward, p.vocab_start, p.vocab_local);
+    const size_t k = static_cast<size_t>(r);
+    const sy_ce_problem& p = problems[k];
+    RankResult& out = run.ranks[k];
     sy_ce_backward_args b{};
     b.struct_size = sizeof b;
     b.problem = &p;
-    b.logits = &logits_view.tensor;
-    b.labels = labels.dl();
-    b.lse = out.lse.dl();
-    b.grad_loss = grad_loss.dl();
-    b.grad_logits = &grad_view.tensor;
+    b.logits = &logits_views[k]->tensor;
+    b.labels = labels_dl;
+    b.lse = lse_dl[k];
+    b.grad_loss = grad_loss_dl;
+    b.grad_logits = &grad_backward_views[k]->tensor;
     sy_error err = make_error();
     out.backward = ce().backward(&b, &err);
     if (out.backward != SY_OK) out.message = err.message;

@@ -26,7 +26,6 @@ class JsonReporter : public conformance::Reporter {
  public:
   void begin(const std::string& plugin, int64_t cases) override {
     plugin_ = plugin;
-    total_ = cases;
     progress_ = std::make_unique<Progress>("check " + plugin, cases);
   }
   void report(const conformance::CaseResult& result) override {
@@ -52,7 +51,6 @@ class JsonReporter : public conformance::Reporter {
 
  private:
   std::string plugin_;
-  int64_t total_ = 0;
   int64_t done_ = 0;
   Json cases_ = Json::array();
   std::unique_ptr<Progress> progress_;

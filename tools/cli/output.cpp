@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -283,7 +284,7 @@ std::vector<std::string> long_flag_names(const po::options_description& all) {
   std::vector<std::string> names;
   for (const auto& option : all.options()) {
     const std::string name = option->long_name();
-    if (!name.empty()) names.push_back("--" + name);
+    if (!name.empty() && name[0] != '\x01') names.push_back("--" + name);  // not the hidden one
   }
   return names;
 }
@@ -312,18 +313,39 @@ bool parse_command_line(const std::string& command, const std::vector<std::strin
   }
   all.add(own).add(selection).add(common_options(own));
 
-  static const po::positional_options_description no_positional;
-  // Strict: no abbreviations ("--cross" is not "--cross-entropy-fusion-impl"), long options
-  // also accepted with a single dash ("-json") are not.
+  // Positional arguments beyond what the command takes are collected under a hidden name,
+  // so that the error can quote exactly the extra ones.
+  constexpr const char* kExtra = "\x01extra";
+  all.add_options()(kExtra, po::value<std::vector<std::string>>());
+  po::positional_options_description positions;
+  const unsigned taken = positional ? positional->max_total_count() : 0;
+  const bool unbounded = taken == std::numeric_limits<unsigned>::max();
+  for (unsigned i = 0; i < taken && !unbounded; ++i)
+    positions.add(positional->name_for_position(i).c_str(), 1);
+  if (unbounded)
+    positions = *positional;
+  else
+    positions.add(kExtra, -1);
+  // Strict: no abbreviations ("--cross-entropy" must never be guessed to mean
+  // "--cross-entropy-fusion-impl"), and no single-dash long options ("-json").
   const int style = po::command_line_style::default_style &
                     ~po::command_line_style::allow_guessing;
   try {
     po::parsed_options parsed = po::command_line_parser(args)
                                     .options(all)
-                                    .positional(positional ? *positional : no_positional)
+                                    .positional(positions)
                                     .style(style)
                                     .run();
     po::store(parsed, vm);
+    if (vm.count(kExtra)) {
+      std::string extra;
+      for (const auto& arg : vm[kExtra].as<std::vector<std::string>>())
+        extra += (extra.empty() ? "'" : ", '") + arg + "'";
+      report_error(command, "unexpected argument " + extra + "; run 'switchyard " + command +
+                                " --help' for the usage",
+                   2);
+      return false;
+    }
     po::notify(vm);
     std::set<std::string> selection_names;
     for (const auto& flag : switchyard::selection_flags()) selection_names.insert(flag.name);
@@ -343,13 +365,6 @@ bool parse_command_line(const std::string& command, const std::vector<std::strin
     report_error(command, "unknown option '" + flag + "'" +
                               did_you_mean(flag, long_flag_names(all)) +
                               "; run 'switchyard " + command + " --help' for the options",
-                 2);
-  } catch (const po::too_many_positional_options_error&) {
-    std::string extra;
-    for (const auto& arg : args)
-      if (arg.empty() || arg[0] != '-') extra += (extra.empty() ? "'" : ", '") + arg + "'";
-    report_error(command, "unexpected argument" + (extra.empty() ? std::string() : " " + extra) +
-                              "; run 'switchyard " + command + " --help' for the usage",
                  2);
   } catch (const po::error& e) {
     report_error(command, std::string(e.what()) + "; run 'switchyard " + command +

@@ -218,7 +218,7 @@ double Model::forward_backward(const Batch& batch) {
   k.project_grad_weight(y_.data<float>(), dlogits, N, H, Vp, projection_grad_.data<float>());
   k.project_grad_input(dlogits, projection_.data<float>(), N, H, Vp,
                        dy_partial_.data<double>());
-  //all_reduce_hidden_gradient();
+  all_reduce_hidden_gradient();
   k.to_float(dy_partial_.data<double>(), N * H, dy_.data<float>());
 
   DLTensor dy = dy_.dl(), dx = dx_.dl();
