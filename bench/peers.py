@@ -19,8 +19,10 @@ Peers (PERFORMANCE.md):
     torch_compile_rms_norm / torch_compile_layer_norm   torch.compile of the same call
 
 Protocol: CUDA events around forward and backward after warm-up, median of >= 20 reps, the L2
-flushed by a write of max(256 MiB, 2 x L2) before every rep (as switchyard-bench does), fresh
-gradients (x.grad = None) outside the window, never zeros. Extra memory is the
+flushed by a write of max(256 MiB, 2 x L2) before every rep and the stream held for --hold-us
+(a GPU sleep) so that the host has queued the whole rep before the GPU reaches the first event
+(GPU-only times, as switchyard-bench does), fresh gradients (x.grad = None) outside the
+window, never zeros. Extra memory is the
 torch.cuda.max_memory_allocated() delta of one forward + backward, less the outputs a caller
 needs anyway (loss; for norms y, dx, dweight, dbias, mean, rstd); the gradient of the logits
 counts as extra, since it can be written in place. Correctness: float64 reference on a sample
@@ -102,6 +104,9 @@ def parse_args(argv):
                    help="copy-bandwidth buffer (0: 4 GiB, 64 MiB with --small)")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--gpu", type=int, default=0)
+    p.add_argument("--hold-us", type=int, default=1000,
+                   help="hold the stream this long (a GPU sleep) before each timed rep, so the "
+                        "host queues the whole rep and the events time the GPU alone (0: off)")
     p.add_argument("--list-cases", action="store_true",
                    help="print the cases (as JSON with --json -) and exit; needs no torch")
     args = p.parse_args(argv)
@@ -159,6 +164,24 @@ def run(args, cases):
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
+    # torch.cuda._sleep spins for a number of GPU cycles: measure cycles per microsecond (after
+    # a few spins, so that the clocks have ramped up) to hold the stream for --hold-us.
+    def calibrate_sleep():
+        cycles = 1_000_000
+        for _ in range(5):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            torch.cuda._sleep(cycles)
+            b.record()
+            b.synchronize()
+        return cycles / max(a.elapsed_time(b) * 1000.0, 1e-3)
+
+    hold_cycles = int(args.hold_us * calibrate_sleep()) if args.hold_us > 0 else 0
+
+    def hold():
+        if hold_cycles > 0:
+            torch.cuda._sleep(hold_cycles)
+
     # ---- copy bandwidth, measured in this run --------------------------------------------
     copy_bytes = args.copy_bytes or ((64 << 20) if args.small else (4 << 30))
     log("measuring copy bandwidth (%d MiB)..." % (copy_bytes >> 20))
@@ -189,6 +212,7 @@ def run(args, cases):
         for i in range(-args.warmup, args.reps):
             prepare()
             flush()
+            hold()
             e = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
             if i >= 0:
                 e[0].record()
@@ -546,7 +570,8 @@ def run(args, cases):
                        driver="torch %s, CUDA %s" % (torch.__version__, torch.version.cuda)),
         "settings": dict(reps=args.reps, warmup=args.warmup, small=args.small, dtype="bfloat16",
                          grad_buffer="separate", check_rows=args.check_rows, seed=args.seed,
-                         cache_flush_bytes=flush_bytes, timer="CUDA events (torch.cuda.Event)"),
+                         cache_flush_bytes=flush_bytes, hold_us=args.hold_us,
+                         timer="CUDA events (torch.cuda.Event)"),
         "copy_bandwidth": dict(bytes=copy_bytes, reps=len(copy_ms), median_ms=copy_median,
                                gb_per_s=copy_gbps, counts="bytes read + bytes written",
                                reference_gb_per_s=REFERENCE_COPY_GBPS,

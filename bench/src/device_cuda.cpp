@@ -7,7 +7,9 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
+#include <thread>
 
 namespace switchyard::bench {
 namespace {
@@ -150,6 +152,12 @@ class CudaDevice : public Device {
     fill_async(flush_buffer_.data(), static_cast<uint8_t>(++flush_count_ | 1u), flush_buffer_.bytes());
   }
 
+  void hold_stream(int microseconds) override {
+    if (microseconds <= 0) return;
+    hold_us_ = microseconds;
+    check(cudaLaunchHostFunc(stream_, &CudaDevice::sleep_on_stream, &hold_us_), "cudaLaunchHostFunc");
+  }
+
   void* stream() const override { return stream_; }
 
   void synchronize(const std::string& after_what) override {
@@ -175,6 +183,12 @@ class CudaDevice : public Device {
   cudaDeviceProp properties_{};
   DeviceBuffer flush_buffer_;
   unsigned flush_count_ = 0;
+  int hold_us_ = 0;
+
+  // Runs on a CUDA runtime thread when the stream reaches it; makes no CUDA call.
+  static void CUDART_CB sleep_on_stream(void* microseconds) {
+    std::this_thread::sleep_for(std::chrono::microseconds(*static_cast<const int*>(microseconds)));
+  }
 };
 
 }  // namespace

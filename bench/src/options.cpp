@@ -53,6 +53,9 @@ po::options_description describe() {
       ("tp-mode", po::value<std::string>()->default_value("auto"),
        "TP2 cases: auto (real TP2: CPU thread group, or NCCL with 2+ GPUs) | single (the per-rank "
        "shape at tp_size 1)")
+      ("hold-us", po::value<int>()->default_value(1000),
+       "CUDA: hold the stream this long before each timed rep, so the host queues the whole rep "
+       "and the events time the GPU alone (0: off, host launch gaps count)")
       ("check-rows", po::value<int>()->default_value(32), "rows checked against the float64 reference")
       ("copy-bytes", po::value<int64_t>()->default_value(0),
        "buffer size of the copy-bandwidth measurement (0: 4 GiB on CUDA, 256 MiB on the CPU)")
@@ -124,6 +127,9 @@ BenchOptions parse_options(int argc, char** argv) {
   o.tp_mode = vm["tp-mode"].as<std::string>();
   if (o.tp_mode != "auto" && o.tp_mode != "single")
     throw BenchError("--tp-mode '" + o.tp_mode + "' is not supported; expected auto or single");
+  o.hold_us = vm["hold-us"].as<int>();
+  if (o.hold_us < 0 || o.hold_us > 1000000)
+    throw BenchError("--hold-us must be in [0, 1000000], got " + std::to_string(o.hold_us));
   o.check_rows = vm["check-rows"].as<int>();
   if (o.check_rows < 1)
     throw BenchError("--check-rows must be at least 1, got " + std::to_string(o.check_rows));

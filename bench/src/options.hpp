@@ -25,6 +25,7 @@ struct BenchOptions {
   bool help = false;
   DLDataType dtype{kDLBfloat, 16, 1};
   bool grad_in_place = true;
+  int hold_us = 1000;
   std::string tp_mode = "auto";  // "auto" | "single"
   int check_rows = 32;
   int64_t copy_bytes = 0;  // 0: 4 GiB on CUDA, 256 MiB on the CPU (16 MiB with --small)

@@ -24,6 +24,13 @@ std::string fixed(double v, int digits) {
   return buffer;
 }
 
+std::string significant(double v) {
+  if (!std::isfinite(v)) return "-";
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, "%.4g", v);
+  return buffer;
+}
+
 std::string sci(double v) {
   if (std::isinf(v)) return "inf";
   if (!std::isfinite(v)) return "-";
@@ -132,6 +139,7 @@ Json report_json(const RunInfo& info, const std::vector<CaseReport>& cases) {
                            .set("check_rows", info.check_rows)
                            .set("seed", static_cast<int64_t>(info.seed))
                            .set("cache_flush_bytes", info.cache_flush_bytes)
+                           .set("hold_us", info.hold_us)
                            .set("timer", info.timer));
   root.set("copy_bandwidth", Json::object()
                                  .set("bytes", info.copy.bytes)
@@ -231,6 +239,7 @@ void print_report(std::ostream& out, const RunInfo& info, const std::vector<Case
   out << "timing: " << info.timer << ", median of " << info.reps << " reps after " << info.warmup
       << " warm-up";
   if (info.cache_flush_bytes > 0) out << ", cache flushed (" << mib(info.cache_flush_bytes) << " MiB write) before each rep";
+  if (info.hold_us > 0) out << ", stream held " << info.hold_us << " us before each rep (GPU-only times)";
   out << "; " << info.dtype << "; CE gradient " << (info.grad_in_place ? "in place" : "in a separate buffer")
       << "\n";
   for (const auto& n : info.not_run) out << "not run (" << n.family << "): " << n.name << ": " << n.reason << "\n";
@@ -240,8 +249,9 @@ void print_report(std::ostream& out, const RunInfo& info, const std::vector<Case
   for (const auto& c : cases) {
     const bool ce = c.spec.family == CaseFamily::CrossEntropy;
     std::string tp = ce ? c.tp_mode : "-";
-    case_table.add({c.spec.name, shape_text(c.spec), tp, c.floor.name, fixed(ms_for_bytes(c.floor.bytes, info.copy), 4),
-                    ce ? fixed(ms_for_bytes(c.floor_2pass.bytes, info.copy), 4) : "-"});
+    case_table.add({c.spec.name, shape_text(c.spec), tp, c.floor.name,
+                    significant(ms_for_bytes(c.floor.bytes, info.copy)),
+                    ce ? significant(ms_for_bytes(c.floor_2pass.bytes, info.copy)) : "-"});
   }
   case_table.print(out);
   out << "\n";

@@ -30,6 +30,7 @@ struct RunInfo {
   int check_rows = 0;
   uint64_t seed = 0;
   int64_t cache_flush_bytes = 0;
+  int hold_us = 0;
   std::string timer;  // "CUDA events" | "std::chrono::steady_clock"
   std::vector<NotRun> not_run;
 };

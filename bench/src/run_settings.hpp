@@ -18,6 +18,7 @@ struct RunSettings {
   int warmup = 5;
   int check_rows = 32;
   bool grad_in_place = true;  // CE: the gradient overwrites the logits (no second buffer)
+  int hold_us = 1000;         // stream held before each timed repetition (CUDA)
   uint64_t seed = 1234;
   RuntimeOptions runtime_base;  // search path etc.; the runner sets the backend
 };

@@ -1,5 +1,6 @@
 // The timing protocol shared by both families (PERFORMANCE.md, "Protocol"): per repetition,
-// re-copy the inputs a call overwrites and flush the cache OUTSIDE the window, then time each
+// re-copy the inputs a call overwrites, flush the cache and hold the stream briefly (so the
+// host queues the whole repetition first: GPU-only times) OUTSIDE the window, then time each
 // phase (forward, backward) between device marks. Warm-up repetitions run the same way and
 // are not recorded. With several ranks every rank runs the loop on its own thread, aligned by
 // a barrier before each repetition; a repetition's time is the slowest rank's.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <unistd.h>
+
 namespace switchyard::native {
 namespace {
 // Below this many elements of work per task, handing work to another thread costs more than
@@ -22,16 +24,27 @@ ThreadPool& ThreadPool::instance() {
   return pool;
 }
 
-ThreadPool::~ThreadPool() { stop_workers(); }
-
-void ThreadPool::set_threads(int threads) {
-  std::lock_guard<std::mutex> lock(state_mutex_);
-  requested_threads_ = std::max(1, threads);
+ThreadPool::~ThreadPool() {
+  if (workers_.empty()) return;
+  if (owner_pid_ != ::getpid()) {
+    abandon_workers_of_parent();
+    return;
+  }
+  stop_workers();
 }
 
-int ThreadPool::threads() const {
-  std::lock_guard<std::mutex> lock(state_mutex_);
-  return requested_threads_;
+void ThreadPool::set_threads(int threads) {
+  requested_threads_.store(std::max(1, threads), std::memory_order_relaxed);
+}
+
+int ThreadPool::threads() const { return requested_threads_.load(std::memory_order_relaxed); }
+
+void ThreadPool::abandon_workers_of_parent() {
+  for (std::thread& worker : workers_) worker.detach();  // the thread does not exist here
+  workers_.clear();
+  generation_ = 0;
+  busy_workers_ = 0;
+  stop_ = false;
 }
 
 void ThreadPool::stop_workers() {
@@ -49,12 +62,14 @@ void ThreadPool::stop_workers() {
 void ThreadPool::resize_locked(int threads) {
   const std::size_t wanted_workers = static_cast<std::size_t>(threads - 1);
   if (scratch_.size() < static_cast<std::size_t>(threads)) scratch_.resize(threads);
+  if (!workers_.empty() && owner_pid_ != ::getpid()) abandon_workers_of_parent();
   if (workers_.size() == wanted_workers) return;
   stop_workers();
   {
     std::lock_guard<std::mutex> lock(state_mutex_);
     generation_ = 0;
   }
+  owner_pid_ = ::getpid();
   workers_.reserve(wanted_workers);
   for (std::size_t k = 0; k < wanted_workers; ++k)
     workers_.emplace_back([this, k] { worker_loop(k + 1); });

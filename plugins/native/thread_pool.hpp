@@ -7,6 +7,7 @@
 #ifndef SWITCHYARD_NATIVE_THREAD_POOL_HPP
 #define SWITCHYARD_NATIVE_THREAD_POOL_HPP
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -38,7 +39,8 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  // Threads to use from the next run on (the calling thread counts as one); >= 1.
+  // Threads to use from the next run on (the calling thread counts as one); >= 1. Lock-free,
+  // so that the entry point may call it in a child forked while a parent thread held a lock.
   void set_threads(int threads);
   int threads() const;
 
@@ -53,6 +55,8 @@ class ThreadPool {
   ThreadPool() = default;
   void resize_locked(int threads);  // with run_mutex_ held
   void stop_workers();
+  // After fork() the child has none of the parent's workers: forget them without joining.
+  void abandon_workers_of_parent();
   void worker_loop(std::size_t slot);
   void drain(std::size_t slot);
 
@@ -62,7 +66,8 @@ class ThreadPool {
   std::condition_variable done_;
   std::vector<std::thread> workers_;
   std::vector<Scratch> scratch_;  // [0]: the calling thread; [k + 1]: worker k
-  int requested_threads_ = 1;      // under state_mutex_
+  std::atomic<int> requested_threads_{1};
+  int owner_pid_ = 0;              // the process that started workers_
   uint64_t generation_ = 0;        // under state_mutex_
   bool stop_ = false;              // under state_mutex_
   std::size_t busy_workers_ = 0;   // under state_mutex_

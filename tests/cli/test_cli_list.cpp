@@ -115,13 +115,14 @@ TEST_CASE("list --json gives every location and candidate with state, families a
   CHECK(json["summary"]["crashed"].number == 1);
 }
 
-TEST_CASE("list shows missing folders, empty folders, disabled plugins and unloadable files") {
+TEST_CASE("list shows missing folders, empty folders, files, disabled and unloadable plugins") {
   TempDir empty, junk;
   std::ofstream(junk / "libswitchyard-junk.so") << "not an ELF file";
   const auto result = run_cli(
       {"list"},
       {{"SWITCHYARD_PLUGIN_PATH", empty.path() + ":/nonexistent/sy-plugins:" + junk.path() + ":" +
-                                      fixture_folder("cli_unavailable")},
+                                      fixture_folder("cli_unavailable") + ":" +
+                                      fixture_file("cli_ok")},
        {"SWITCHYARD_DISABLE", "cli_unav*"}});
   REQUIRE(result.exit_code == 0);
   CHECK(result.out.find("/nonexistent/sy-plugins  (environment: SWITCHYARD_PLUGIN_PATH") !=
@@ -129,6 +130,10 @@ TEST_CASE("list shows missing folders, empty folders, disabled plugins and unloa
   CHECK(result.out.find("  does not exist") != std::string::npos);
   CHECK(result.out.find("  no plugins") != std::string::npos);
   CHECK(row_of(result.out, "cli_unavailable").at("STATE") == "disabled");
+  // A file on the path is a location of its own.
+  CHECK(result.out.find("\n" + fixture_file("cli_ok") + "  (environment: SWITCHYARD_PLUGIN_PATH)") !=
+        std::string::npos);
+  CHECK(row_of(result.out, "cli_ok").at("STATE") == "ok");
   const auto junk_row = row_of(result.out, "junk");
   CHECK(junk_row.at("STATE") == "rejected");
   CHECK(!junk_row.at("REASON").empty());

@@ -1,8 +1,8 @@
 #include "suite_runner.hpp"
 
-#include "test_paths.hpp"
-
 #include <sstream>
+
+#include "test_paths.hpp"
 
 namespace switchyard::test {
 namespace {
@@ -40,7 +40,8 @@ std::vector<const conformance::CaseResult*> SuiteRun::with(conformance::Outcome 
 
 std::string SuiteRun::failures() const {
   std::string out;
-  for (const auto* r : with(conformance::Outcome::Fail)) out += "FAIL  " + r->name + "  " + r->detail + "\n";
+  for (const auto* r : with(conformance::Outcome::Fail))
+    out += "FAIL  " + r->name + "  " + r->detail + "\n";
   return out;
 }
 
@@ -56,7 +57,8 @@ std::string conformance_fixture(const std::string& defect) {
 }
 
 SuiteRun run_suite(conformance::ConformanceOptions options) {
-  if (!options.runtime.environment) options.runtime.environment = std::map<std::string, std::string>{};
+  if (!options.runtime.environment)
+    options.runtime.environment = std::map<std::string, std::string>{};
   SuiteRun run;
   std::ostringstream out;
   Recorder recorder(run, out);

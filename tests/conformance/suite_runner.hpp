@@ -2,9 +2,8 @@
 #ifndef SWITCHYARD_TESTS_CONFORMANCE_SUITE_RUNNER_HPP
 #define SWITCHYARD_TESTS_CONFORMANCE_SUITE_RUNNER_HPP
 
-#include <switchyard/conformance/conformance.hpp>
-
 #include <string>
+#include <switchyard/conformance/conformance.hpp>
 #include <vector>
 
 namespace switchyard::test {

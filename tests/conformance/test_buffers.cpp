@@ -1,13 +1,13 @@
 // The suite's tensor buffers: poison, guards, padding, byte_offset, and CUDA memory (loaded
 // with dlopen; on a machine without a GPU it reports why).
-#include "device_memory.hpp"
-#include "dtype_codec.hpp"
-#include "tensor_buffer.hpp"
-
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
+
+#include "device_memory.hpp"
+#include "dtype_codec.hpp"
+#include "tensor_buffer.hpp"
 
 using namespace switchyard::conformance;
 
@@ -25,7 +25,7 @@ TEST_CASE("buffers: poison, elements and the DLTensor view") {
   const auto* base = static_cast<const unsigned char*>(t->data) + t->byte_offset;
   uint16_t raw;
   std::memcpy(&raw, base + (1 * 8 + 1) * 2, sizeof raw);  // element [1,1] == k 4
-  CHECK(raw == 0x3fc0);                                      // 1.5 in bfloat16
+  CHECK(raw == 0x3fc0);                                   // 1.5 in bfloat16
 
   TensorBuffer labels("labels", DLDevice{kDLCPU, 0}, kI32, {3});
   labels.poison();

@@ -1,16 +1,15 @@
 // `switchyard check` as a user runs it: exit status, the per-case lines, the summary line,
 // JSON, and bad command lines.
-#include "suite_runner.hpp"
-#include "test_paths.hpp"
-
 #include <doctest/doctest.h>
-
 #include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
 #include <regex>
 #include <string>
+
+#include "suite_runner.hpp"
+#include "test_paths.hpp"
 
 using namespace switchyard::test;
 
@@ -23,15 +22,17 @@ struct Result {
 
 // Runs the CLI with a clean SWITCHYARD_* environment.
 Result check(const std::string& arguments) {
-  const std::string command = "env -u SWITCHYARD_PLUGIN_PATH -u SWITCHYARD_CROSS_ENTROPY -u SWITCHYARD_NORM "
-                              "-u SWITCHYARD_DETERMINISTIC -u SWITCHYARD_DISABLE -u SWITCHYARD_CONFIG " +
-                              bin_dir() + "/switchyard check " + arguments + " 2>&1";
+  const std::string command =
+      "env -u SWITCHYARD_PLUGIN_PATH -u SWITCHYARD_CROSS_ENTROPY -u SWITCHYARD_NORM "
+      "-u SWITCHYARD_DETERMINISTIC -u SWITCHYARD_DISABLE -u SWITCHYARD_CONFIG " +
+      bin_dir() + "/switchyard check " + arguments + " 2>&1";
   Result result;
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::array<char, 4096> buffer{};
   size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    result.out.append(buffer.data(), n);
   const int status = pclose(pipe);
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
@@ -50,7 +51,8 @@ TEST_CASE("switchyard check: a conforming plugin exits 0 with the summary line")
   CHECK(r.status == 0);
   CHECK(r.out.find("PASS  ce/f32/tp1/basic/seed1  N=7 V=50") != std::string::npos);
   CHECK(r.out.find("SKIP  ce/bf16/*  the plugin does not declare bfloat16") != std::string::npos);
-  CHECK(std::regex_match(last_line(r.out), std::regex(R"([1-9]\d* passed, 0 failed, \d+ skipped)")));
+  CHECK(
+      std::regex_match(last_line(r.out), std::regex(R"([1-9]\d* passed, 0 failed, \d+ skipped)")));
 }
 
 TEST_CASE("switchyard check: a failing plugin exits 1 and names the case") {
@@ -62,7 +64,8 @@ TEST_CASE("switchyard check: a failing plugin exits 1 and names the case") {
 }
 
 TEST_CASE("switchyard check: --seed reproduces one seed, --json gives a document") {
-  const Result r = check(conformance_fixture("good") + " --family norm --filter rms/basic --seed 11 --json");
+  const Result r =
+      check(conformance_fixture("good") + " --family norm --filter rms/basic --seed 11 --json");
   INFO(r.out);
   CHECK(r.status == 0);
   CHECK(r.out.find("\"name\": \"norm/f32/rms/basic/seed11\"") != std::string::npos);

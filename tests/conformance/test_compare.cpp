@@ -1,10 +1,9 @@
 // The tolerance rules and the worst-element report.
-#include <switchyard/conformance/compare.hpp>
-
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <limits>
+#include <switchyard/conformance/compare.hpp>
 
 using namespace switchyard::conformance;
 
@@ -56,7 +55,7 @@ TEST_CASE("compare: NaN (an unwritten output) never passes and is named as poiso
 
 TEST_CASE("compare: 16-bit outputs are judged in ulps of the rounded reference") {
   const Tolerance t = elementwise_tolerance(kBF16, 0);
-  const double x = 1.0 + 1.0 / 128;  // representable in bf16
+  const double x = 1.0 + 1.0 / 128;                     // representable in bf16
   CHECK_FALSE(find_mismatch({x + 2.0 / 128}, {x}, t));  // 2 ulp
   CHECK(find_mismatch({x + 3.0 / 128}, {x}, t));        // 3 ulp
 }

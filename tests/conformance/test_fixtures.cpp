@@ -1,11 +1,11 @@
 // The suite against plugins whose behaviour is known: a correct control, which must pass
 // every case it can run, and one plugin per defect, which must fail the cases that name it
 // (and only those).
-#include "suite_runner.hpp"
-
 #include <doctest/doctest.h>
 
 #include <regex>
+
+#include "suite_runner.hpp"
 
 using namespace switchyard::test;
 using switchyard::conformance::Outcome;
@@ -13,7 +13,8 @@ using switchyard::conformance::Outcome;
 namespace {
 
 // Checks that `name` ran with `outcome`, and that its detail contains `text`.
-void expect(const SuiteRun& run, const std::string& name, Outcome outcome, const std::string& text = "") {
+void expect(const SuiteRun& run, const std::string& name, Outcome outcome,
+            const std::string& text = "") {
   const auto* result = run.find(name);
   INFO("case " << name);
   REQUIRE_MESSAGE(result != nullptr, "not in the case list; failures:\n" << run.failures());
@@ -42,7 +43,8 @@ TEST_CASE("a correct float-only plugin passes every case it declares") {
   CHECK(run.last_line() == std::to_string(run.summary.passed) + " passed, 0 failed, " +
                                std::to_string(run.summary.skipped) + " skipped");
   // Text: one line per case in the documented form.
-  CHECK(run.text.find("PASS  ce/f32/tp2-unequal/smoothing-megatron/seed1  N=6 V=50 Vp=") != std::string::npos);
+  CHECK(run.text.find("PASS  ce/f32/tp2-unequal/smoothing-megatron/seed1  N=6 V=50 Vp=") !=
+        std::string::npos);
   expect(run, "ce/f32/tp8-unequal/basic/seed3", Outcome::Pass, "Vp=");
   expect(run, "ce/f32/tp3-unequal/argmax-ties/seed1", Outcome::Pass, "argmax");
   expect(run, "ce/f32/tp1/grad-in-forward-aliased/seed1", Outcome::Pass);
@@ -101,11 +103,14 @@ TEST_CASE("a declared feature that is accepted and then fails, or refused, is a 
   const SuiteRun run = run_suite(conformance_fixture("liar"));
   expect(run, "ce/f32/tp1/argmax/seed1", Outcome::Fail, "forward failed: SY_ERR_UNSUPPORTED");
   expect(run, "ce/f32/tp3-unequal/argmax-ties/seed1", Outcome::Fail, "rank 2: SY_ERR_UNSUPPORTED");
-  expect(run, "ce/f32/tp1/ignore-index/seed1", Outcome::Fail, "declares f32 logits and ignore_index but refused");
-  expect(run, "norm/f32/rms/zero-centered-gamma/seed1", Outcome::Fail, "zero-centred gamma is not implemented");
+  expect(run, "ce/f32/tp1/ignore-index/seed1", Outcome::Fail,
+         "declares f32 logits and ignore_index but refused");
+  expect(run, "norm/f32/rms/zero-centered-gamma/seed1", Outcome::Fail,
+         "zero-centred gamma is not implemented");
   expect(run, "ce/f32/tp1/basic/seed1", Outcome::Pass);
   expect(run, "ce/f32/tp1/labels-i32/seed1", Outcome::Pass);
-  check_failures_only_in(run, "argmax|ignore-index|zero-centered-gamma|all-features|replay|batch-invariance");
+  check_failures_only_in(
+      run, "argmax|ignore-index|zero-centered-gamma|all-features|replay|batch-invariance");
 }
 
 TEST_CASE("a plugin that cannot be found is one failure naming it") {

@@ -1,10 +1,10 @@
 // The native plugin (plugins/native) through the whole suite: nothing may fail.
-#include "suite_runner.hpp"
-
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <regex>
+
+#include "suite_runner.hpp"
 
 using namespace switchyard::test;
 using switchyard::conformance::Outcome;
@@ -12,7 +12,8 @@ using switchyard::conformance::Outcome;
 TEST_CASE("the native plugin passes the conformance suite") {
   const auto start = std::chrono::steady_clock::now();
   const SuiteRun run = run_suite("native");
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   MESSAGE(run.last_line() << " in " << seconds << " s");
   INFO(run.failures());
   CHECK(run.summary.failed == 0);

@@ -1,11 +1,10 @@
 // The float64 cross-entropy reference against values derived by hand and by finite
 // differences, and its two smoothing conventions against -sum(q * log p).
-#include <switchyard/conformance/reference_ce.hpp>
-
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <stdexcept>
+#include <switchyard/conformance/reference_ce.hpp>
 
 using namespace switchyard::conformance;
 
@@ -125,7 +124,8 @@ TEST_CASE("reference CE: the gradient is the derivative of sum_i g_i * loss_i") 
     }
     // Backward from the same lse gives the same gradient.
     const auto back = reference_ce_backward(p, z, labels, out.lse, g);
-    for (size_t k = 0; k < z.size(); ++k) CHECK(back.grad[k] == doctest::Approx(out.grad[k]).epsilon(1e-14));
+    for (size_t k = 0; k < z.size(); ++k)
+      CHECK(back.grad[k] == doctest::Approx(out.grad[k]).epsilon(1e-14));
   }
 }
 

@@ -1,9 +1,8 @@
 // The float64 normalization reference against hand-derived values and finite differences.
-#include <switchyard/conformance/reference_norm.hpp>
-
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <switchyard/conformance/reference_norm.hpp>
 
 using namespace switchyard::conformance;
 
@@ -54,7 +53,8 @@ TEST_CASE("reference norm: eps, zero-centred gamma and a one-element row") {
   CHECK(out.y[0] == 0.5);  // x - mean == 0: only beta remains
   in.gamma = {-0.5};
   in.x = {2};
-  const auto rms = reference_norm_forward(problem(SY_NORM_RMS, 1, 1, SY_NORM_ZERO_CENTERED_GAMMA), in);
+  const auto rms =
+      reference_norm_forward(problem(SY_NORM_RMS, 1, 1, SY_NORM_ZERO_CENTERED_GAMMA), in);
   CHECK(rms.y[0] == doctest::Approx(0.5));  // x_hat = 1, gamma_eff = 1 - 0.5
 }
 
@@ -118,7 +118,9 @@ TEST_CASE("reference norm: backward is the derivative of sum(dy * y)") {
         auto up = x, down = x;
         up[k] += h;
         down[k] -= h;
-        CHECK(back.dx[k] == doctest::Approx((total(up, gamma, beta) - total(down, gamma, beta)) / (2 * h)).epsilon(1e-6));
+        CHECK(back.dx[k] ==
+              doctest::Approx((total(up, gamma, beta) - total(down, gamma, beta)) / (2 * h))
+                  .epsilon(1e-6));
       }
       // y is linear in gamma and beta: a power-of-two step is exact.
       const double step = 1.0 / 1024;
@@ -126,13 +128,17 @@ TEST_CASE("reference norm: backward is the derivative of sum(dy * y)") {
         auto up = gamma, down = gamma;
         up[j] += step;
         down[j] -= step;
-        CHECK(back.dgamma[j] == doctest::Approx((total(x, up, beta) - total(x, down, beta)) / (2 * step)).epsilon(1e-9));
+        CHECK(back.dgamma[j] ==
+              doctest::Approx((total(x, up, beta) - total(x, down, beta)) / (2 * step))
+                  .epsilon(1e-9));
       }
       for (int64_t j = 0; j < hidden && kind == SY_NORM_LAYER; ++j) {
         auto up = beta, down = beta;
         up[j] += step;
         down[j] -= step;
-        CHECK(back.dbeta[j] == doctest::Approx((total(x, gamma, up) - total(x, gamma, down)) / (2 * step)).epsilon(1e-9));
+        CHECK(back.dbeta[j] ==
+              doctest::Approx((total(x, gamma, up) - total(x, gamma, down)) / (2 * step))
+                  .epsilon(1e-9));
       }
     }
 }
@@ -147,7 +153,8 @@ TEST_CASE("reference norm: accumulation adds to the given dgamma and dbeta") {
   in.rstd = {1};
   in.dgamma_initial = {10, 20};
   in.dbeta_initial = {-1, -2};
-  const auto out = reference_norm_backward(problem(SY_NORM_LAYER, 1, 2, SY_NORM_ACCUMULATE_GRAD_WEIGHT), in);
+  const auto out =
+      reference_norm_backward(problem(SY_NORM_LAYER, 1, 2, SY_NORM_ACCUMULATE_GRAD_WEIGHT), in);
   CHECK(out.dgamma == std::vector<double>{10 - 1, 20 + 2});  // dy * x_hat, x_hat = {-1, 1}
   CHECK(out.dbeta == std::vector<double>{0, 0});
   CHECK(out.dgamma_scale == std::vector<double>{11, 22});

@@ -5,7 +5,12 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <memory>
 
@@ -179,5 +184,39 @@ TEST_CASE("cross-entropy rows do not depend on the rest of the batch") {
   CHECK(rows_equal(sub.forward->argmax, whole.forward->argmax, begin));
   CHECK(rows_equal(sub.forward->grad, whole.forward->grad, begin));
   CHECK(rows_equal(sub.backward->grad, whole.backward->grad, begin));
+  load_native();
+}
+
+TEST_CASE("after fork(), a child can load, compute and exit although the pool's threads stay behind") {
+  // The core lists plugins in forked children; a user process may fork too. The parent's
+  // workers do not exist in the child: the plugin must neither wait for them nor join them.
+  REQUIRE(load_native(3) != nullptr);
+  sy_ce_problem p = make_ce_problem(64, 4096, sy::kF32, SY_CE_ARGMAX);
+  const CeData data = random_ce_data(64, 4096, sy::kF32, 8);
+  const CeResult parent = run_ce(p, data);  // starts the workers in this process
+  for (bool compute : {false, true}) {
+    CAPTURE(compute);
+    std::fflush(nullptr);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      ::alarm(30);  // a hang becomes SIGALRM, not a stuck test
+      int code = load_native(3) != nullptr ? 0 : 2;
+      if (code == 0 && compute) {
+        CeSetup s(p, data);
+        sy_error err = make_error();
+        sy_ce_forward_args f = s.forward_args();
+        code = ce().forward(&f, &err) != SY_OK ? 3
+               : !s.loss.same_bits(parent.forward->loss) ? 4
+                                                          : 0;
+      }
+      std::exit(code);  // runs static destructors, the pool's included
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    INFO("child status " << status);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
   load_native();
 }

@@ -1,11 +1,10 @@
 // `switchyard check <name|path>`: the conformance suite against one plugin.
-#include "commands.hpp"
-#include "output.hpp"
-
-#include <switchyard/conformance/conformance.hpp>
-
 #include <iostream>
 #include <memory>
+#include <switchyard/conformance/conformance.hpp>
+
+#include "commands.hpp"
+#include "output.hpp"
 
 namespace po = boost::program_options;
 
@@ -14,9 +13,12 @@ namespace {
 
 const char* outcome_word(conformance::Outcome outcome) {
   switch (outcome) {
-    case conformance::Outcome::Pass: return "pass";
-    case conformance::Outcome::Fail: return "fail";
-    case conformance::Outcome::Skip: return "skip";
+    case conformance::Outcome::Pass:
+      return "pass";
+    case conformance::Outcome::Fail:
+      return "fail";
+    case conformance::Outcome::Skip:
+      return "skip";
   }
   return "?";
 }
@@ -60,15 +62,17 @@ class JsonReporter : public conformance::Reporter {
 
 int cmd_check(const Args& args) {
   po::options_description own("check options");
+  // clang-format off
   own.add_options()
       ("plugin", po::value<std::string>(), "a plugin name on the search path, or a path to a .so")
       ("family", po::value<std::string>(), "only this family: ce | norm")
       ("device", po::value<std::string>(), "only this device: cpu | cuda")
-      ("seed", po::value<uint64_t>(), "run the seeded cases with this seed only (reproduces a "
-                                      "case named .../seedN)")
+      ("seed", po::value<uint64_t>(),
+       "run the seeded cases with this seed only (reproduces a case named .../seedN)")
       ("quick", "fewer sizes, seeds and tensor-parallel widths")
       ("filter", po::value<std::string>(), "only cases whose name contains this text")
       ("failures-only", "print failed and skipped cases, not passed ones");
+  // clang-format on
   po::positional_options_description positional;
   positional.add("plugin", 1);
   po::variables_map vm;
@@ -102,8 +106,9 @@ int cmd_check(const Args& args) {
     else if (family == "norm")
       options.families = {Family::Norm};
     else
-      return report_error("check", "--family is '" + family + "', expected ce or norm" +
-                                       did_you_mean(family, {"ce", "norm"}),
+      return report_error("check",
+                          "--family is '" + family + "', expected ce or norm" +
+                              did_you_mean(family, {"ce", "norm"}),
                           2);
   }
   if (vm.count("device")) {
@@ -113,8 +118,9 @@ int cmd_check(const Args& args) {
     else if (device == "cuda")
       options.devices = {kDLCUDA};
     else
-      return report_error("check", "--device is '" + device + "', expected cpu or cuda" +
-                                       did_you_mean(device, {"cpu", "cuda"}),
+      return report_error("check",
+                          "--device is '" + device + "', expected cpu or cuda" +
+                              did_you_mean(device, {"cpu", "cuda"}),
                           2);
   }
 

@@ -23,7 +23,8 @@ namespace {
 
 // ---- settings -------------------------------------------------------------------------------
 
-std::vector<std::pair<std::string, const Setting*>> every_setting(const Settings& settings) {
+std::vector<std::pair<std::string, const Setting*>> every_setting(const Settings& settings,
+                                                                 const Setting& system_path) {
   std::vector<std::pair<std::string, const Setting*>> all = {
       {"cross_entropy", &settings.cross_entropy}, {"norm", &settings.norm},
       {"norm_kind", &settings.norm_kind},         {"deterministic", &settings.deterministic},
@@ -31,7 +32,7 @@ std::vector<std::pair<std::string, const Setting*>> every_setting(const Settings
   };
   for (size_t i = 0; i < settings.plugin_path.size(); ++i)
     all.emplace_back("plugin_path[" + std::to_string(i) + "]", &settings.plugin_path[i]);
-  all.emplace_back("system_path", &settings.system_path);
+  all.emplace_back("system_path", &system_path);
   for (size_t i = 0; i < settings.disable.size(); ++i)
     all.emplace_back("disable[" + std::to_string(i) + "]", &settings.disable[i]);
   for (const auto& [key, setting] : settings.plugin_options)
@@ -209,6 +210,13 @@ int cmd_doctor(const Args& args) {
   }
   progress.finish();
 
+  // The core leaves Settings::system_path empty while it is the built-in default and
+  // resolves the folder (next to libswitchyard) during discovery; show that folder.
+  Setting system_path = settings.system_path;
+  if (system_path.value.empty())
+    for (const auto& location : locations)
+      if (location.origin.source == Source::Default) system_path.value = location.path;
+
   // ---- verdict ----
   std::vector<std::string> problems, warnings;
   for (const auto& outcome : outcomes)
@@ -241,7 +249,7 @@ int cmd_doctor(const Args& args) {
     abi.set("major", SY_ABI_MAJOR).set("minor", SY_ABI_MINOR);
     json.set("abi", std::move(abi));
     Json settings_json = Json::object();
-    for (const auto& [name, setting] : every_setting(settings))
+    for (const auto& [name, setting] : every_setting(settings, system_path))
       settings_json.set(name, setting_json(*setting));
     json.set("settings", std::move(settings_json));
     json.set("search_path", search_path_json(locations));
@@ -310,7 +318,7 @@ int cmd_doctor(const Args& args) {
 
   out << "Settings (value and where it came from)\n";
   std::vector<std::pair<std::string, std::string>> setting_fields;
-  for (const auto& [name, setting] : every_setting(settings))
+  for (const auto& [name, setting] : every_setting(settings, system_path))
     setting_fields.emplace_back(name, setting->describe() +
                                           (setting->fallback.empty()
                                                ? ""

@@ -215,8 +215,10 @@ void print_search_path(std::ostream& out, const std::vector<SearchLocation>& loc
   for (const auto& location : locations) {
     if (!first) out << '\n';
     first = false;
+    // As Setting::describe() does: a default needs no origin ("default: built-in default").
     out << location.path << "  (" << source_name(location.origin.source);
-    if (!location.origin.origin.empty()) out << ": " << location.origin.origin;
+    if (location.origin.source != Source::Default && !location.origin.origin.empty())
+      out << ": " << location.origin.origin;
     out << ")\n";
     if (!location.exists) {
       out << "  does not exist\n";

@@ -33,7 +33,8 @@ std::string join(const std::vector<std::string>& parts, const std::string& separ
 
 namespace {
 
-std::string bit_names(uint32_t bits, std::initializer_list<std::pair<uint32_t, const char*>> names) {
+std::string bit_names(uint32_t bits,
+                      std::initializer_list<std::pair<uint32_t, const char*>> names) {
   std::vector<std::string> out;
   for (const auto& [bit, name] : names)
     if ((bits & bit) != 0) out.push_back(name);

@@ -3,11 +3,10 @@
 #ifndef SWITCHYARD_CONFORMANCE_CASE_HPP
 #define SWITCHYARD_CONFORMANCE_CASE_HPP
 
-#include <switchyard/switchyard.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <switchyard/switchyard.hpp>
 #include <vector>
 
 namespace switchyard::conformance {

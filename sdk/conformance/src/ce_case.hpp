@@ -2,14 +2,14 @@
 #ifndef SWITCHYARD_CONFORMANCE_CE_CASE_HPP
 #define SWITCHYARD_CONFORMANCE_CE_CASE_HPP
 
-#include "dtype_codec.hpp"
-
 #include <switchyard/loss.h>
-#include <switchyard/switchyard.hpp>
 
 #include <cstdint>
 #include <string>
+#include <switchyard/switchyard.hpp>
 #include <vector>
+
+#include "dtype_codec.hpp"
 
 namespace switchyard::conformance {
 

@@ -1,12 +1,11 @@
 // The cross-entropy case list for one device and logits dtype.
-#include "case.hpp"
-#include "ce_case.hpp"
-#include "random_data.hpp"
-
 #include <switchyard/loss.h>
 
 #include <algorithm>
-#include <numeric>
+
+#include "case.hpp"
+#include "ce_case.hpp"
+#include "random_data.hpp"
 
 namespace switchyard::conformance {
 namespace {
@@ -91,8 +90,9 @@ class CeCaseList {
       if (missing != 0) {
         c.skip_reason = "the plugin does not declare " + ce_feature_names(missing);
       } else if (spec.split.size() > 1 && device_.device_type != kDLCPU) {
-        c.skip_reason = "tensor-parallel cases run on CPU buffers through the in-process thread "
-                        "group; CUDA tensor parallelism is covered by the NCCL suite";
+        c.skip_reason =
+            "tensor-parallel cases run on CPU buffers through the in-process thread "
+            "group; CUDA tensor parallelism is covered by the NCCL suite";
       } else {
         CeSpec s = spec;
         s.seed = case_seed(key, seed);
@@ -108,7 +108,8 @@ class CeCaseList {
   }
 
   std::vector<Case> build() {
-    const std::vector<int> tp_sizes = options_.quick ? std::vector<int>{2, 3} : std::vector<int>{2, 3, 4, 8};
+    const std::vector<int> tp_sizes =
+        options_.quick ? std::vector<int>{2, 3} : std::vector<int>{2, 3, 4, 8};
     CeSpec s;
 
     // ---- seeded: the basics, once per seed ----
@@ -232,7 +233,8 @@ class CeCaseList {
     auto add_determinism = [&](const std::string& variant, CeSpec spec, uint32_t needs) {
       if (!deterministic) {
         Case c;
-        c.name = prefix_ + tp_segment(spec) + "/" + variant + "/seed" + std::to_string(options_.seeds.front());
+        c.name = prefix_ + tp_segment(spec) + "/" + variant + "/seed" +
+                 std::to_string(options_.seeds.front());
         c.skip_reason = "the plugin does not declare SY_DETERMINISTIC";
         cases_.push_back(std::move(c));
         return;

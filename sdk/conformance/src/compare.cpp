@@ -1,9 +1,8 @@
-#include <switchyard/conformance/compare.hpp>
-#include <switchyard/float16.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <switchyard/conformance/compare.hpp>
+#include <switchyard/float16.hpp>
 
 namespace switchyard::conformance {
 namespace {
@@ -69,7 +68,8 @@ double ulp_of(double value, DLDataType dtype) {
 
 std::optional<Mismatch> find_mismatch(const std::vector<double>& got,
                                       const std::vector<double>& expected,
-                                      const Tolerance& tolerance, const std::vector<double>* scale) {
+                                      const Tolerance& tolerance,
+                                      const std::vector<double>* scale) {
   Mismatch worst;
   worst.total = static_cast<int64_t>(expected.size());
   double worst_excess = 0;

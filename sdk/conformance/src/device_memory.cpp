@@ -29,7 +29,8 @@ CudaRuntime::CudaRuntime() {
   // the versioned ones.
   void* library = nullptr;
   std::string errors;
-  for (const char* name : {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"}) {
+  for (const char* name :
+       {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"}) {
     library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (library != nullptr) break;
     const char* error = dlerror();
@@ -45,15 +46,16 @@ CudaRuntime::CudaRuntime() {
   stream_synchronize_ = reinterpret_cast<SyncFn>(dlsym(library, "cudaStreamSynchronize"));
   device_count_ = reinterpret_cast<CountFn>(dlsym(library, "cudaGetDeviceCount"));
   if (!malloc_ || !free_ || !memcpy_ || !stream_synchronize_ || !device_count_) {
-    reason_ = "no CUDA device (the CUDA runtime library lacks cudaMalloc, cudaFree, cudaMemcpy, "
-              "cudaStreamSynchronize or cudaGetDeviceCount)";
+    reason_ =
+        "no CUDA device (the CUDA runtime library lacks cudaMalloc, cudaFree, cudaMemcpy, "
+        "cudaStreamSynchronize or cudaGetDeviceCount)";
     return;
   }
   int count = 0;
   const int status = device_count_(&count);
   if (status != kCudaSuccess || count < 1) {
-    reason_ = "no CUDA device (cudaGetDeviceCount returned error " + std::to_string(status) +
-              ", " + std::to_string(count) + " devices)";
+    reason_ = "no CUDA device (cudaGetDeviceCount returned error " + std::to_string(status) + ", " +
+              std::to_string(count) + " devices)";
     return;
   }
   available_ = true;

@@ -1,10 +1,9 @@
 #include "dtype_codec.hpp"
 
-#include <switchyard/float16.hpp>
-
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <switchyard/float16.hpp>
 
 namespace switchyard::conformance {
 

@@ -2,13 +2,13 @@
 #ifndef SWITCHYARD_CONFORMANCE_NORM_CASE_HPP
 #define SWITCHYARD_CONFORMANCE_NORM_CASE_HPP
 
-#include "dtype_codec.hpp"
-
 #include <switchyard/norm.h>
-#include <switchyard/switchyard.hpp>
 
 #include <cstdint>
 #include <string>
+#include <switchyard/switchyard.hpp>
+
+#include "dtype_codec.hpp"
 
 namespace switchyard::conformance {
 

@@ -1,9 +1,9 @@
 // The normalization case list for one device and x dtype.
+#include <switchyard/norm.h>
+
 #include "case.hpp"
 #include "norm_case.hpp"
 #include "random_data.hpp"
-
-#include <switchyard/norm.h>
 
 namespace switchyard::conformance {
 namespace {
@@ -70,7 +70,8 @@ class NormCaseList {
       } else {
         NormSpec s = spec;
         s.seed = case_seed(key, seed);
-        if (declared_only) s.declared = short_dtype_name(dtype_) + " x and " + norm_feature_names(needs);
+        if (declared_only)
+          s.declared = short_dtype_name(dtype_) + " x and " + norm_feature_names(needs);
         const Runtime* runtime = &runtime_;
         c.run = [runtime, s] { return run_norm_case(*runtime, s); };
       }
@@ -135,7 +136,8 @@ class NormCaseList {
       s.check = check;
       if (info_.determinism != SY_DETERMINISTIC) {
         Case c;
-        c.name = prefix_ + k.segment + "/" + name + "/seed" + std::to_string(options_.seeds.front());
+        c.name =
+            prefix_ + k.segment + "/" + name + "/seed" + std::to_string(options_.seeds.front());
         c.skip_reason = "the plugin does not declare SY_DETERMINISTIC";
         cases_.push_back(std::move(c));
       } else {

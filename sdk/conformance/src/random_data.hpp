@@ -12,7 +12,7 @@ namespace switchyard::conformance {
 class Random {
  public:
   explicit Random(uint64_t seed) : engine_(seed) {}
-  double uniform();                        // [0, 1)
+  double uniform();                         // [0, 1)
   double uniform(double low, double high);  // [low, high)
   // |value| in [min_abs, max_abs), random sign: never zero.
   double nonzero(double min_abs, double max_abs);

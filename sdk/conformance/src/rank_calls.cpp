@@ -1,9 +1,6 @@
 #include "rank_calls.hpp"
 
-#include <cstdio>
-#include <cstring>
 #include <exception>
-#include <optional>
 #include <thread>
 
 namespace switchyard::conformance {
@@ -38,20 +35,6 @@ void fail_on_errors(const std::string& what, const std::vector<CallError>& error
                                        : errors[r].describe());
   }
   if (!failed.empty()) throw CaseFailure{what + " failed: " + join(failed, "; ")};
-}
-
-std::optional<int64_t> first_bit_difference(const std::vector<double>& a,
-                                            const std::vector<double>& b) {
-  for (size_t k = 0; k < a.size() && k < b.size(); ++k)
-    if (std::memcmp(&a[k], &b[k], sizeof(double)) != 0) return static_cast<int64_t>(k);
-  if (a.size() != b.size()) return static_cast<int64_t>(std::min(a.size(), b.size()));
-  return std::nullopt;
-}
-
-std::string format_number(double value) {
-  char buffer[40];
-  std::snprintf(buffer, sizeof buffer, "%.9g", value);
-  return buffer;
 }
 
 }  // namespace switchyard::conformance

@@ -3,10 +3,10 @@
 #ifndef SWITCHYARD_CONFORMANCE_RANK_CALLS_HPP
 #define SWITCHYARD_CONFORMANCE_RANK_CALLS_HPP
 
-#include "case.hpp"
-
 #include <functional>
 #include <vector>
+
+#include "case.hpp"
 
 namespace switchyard::conformance {
 
@@ -19,12 +19,6 @@ void run_on_ranks(int ranks, const std::function<void(int rank)>& call);
 
 // CaseFailure naming each rank whose call failed ("forward failed: rank 1: SY_ERR_...: ...").
 void fail_on_errors(const std::string& what, const std::vector<CallError>& errors);
-
-// The first element whose bits differ (nullopt when identical; sizes must match).
-std::optional<int64_t> first_bit_difference(const std::vector<double>& a,
-                                            const std::vector<double>& b);
-
-std::string format_number(double value);
 
 }  // namespace switchyard::conformance
 

@@ -1,8 +1,7 @@
-#include <switchyard/conformance/reference_ce.hpp>
-
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <switchyard/conformance/reference_ce.hpp>
 
 namespace switchyard::conformance {
 namespace {
@@ -10,13 +9,14 @@ namespace {
 void check_sizes(const CeReferenceProblem& problem, const std::vector<double>& logits,
                  const std::vector<int64_t>& labels) {
   if (problem.rows < 0 || problem.vocab < 1)
-    throw std::invalid_argument("reference_ce: rows must be >= 0 and vocab >= 1, got rows=" +
-                                std::to_string(problem.rows) +
-                                " vocab=" + std::to_string(problem.vocab));
+    throw std::invalid_argument(
+        "reference_ce: rows must be >= 0 and vocab >= 1, got rows=" + std::to_string(problem.rows) +
+        " vocab=" + std::to_string(problem.vocab));
   if (static_cast<int64_t>(logits.size()) != problem.rows * problem.vocab ||
       static_cast<int64_t>(labels.size()) != problem.rows)
-    throw std::invalid_argument("reference_ce: logits must hold rows*vocab values and labels "
-                                "rows values");
+    throw std::invalid_argument(
+        "reference_ce: logits must hold rows*vocab values and labels "
+        "rows values");
 }
 
 bool owned(int64_t label, int64_t vocab) { return label >= 0 && label < vocab; }

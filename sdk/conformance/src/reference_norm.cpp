@@ -1,8 +1,7 @@
-#include <switchyard/conformance/reference_norm.hpp>
-
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <switchyard/conformance/reference_norm.hpp>
 
 namespace switchyard::conformance {
 namespace {
@@ -17,8 +16,7 @@ void require_size(const std::vector<double>& v, int64_t size, const char* what) 
 }
 
 // gamma_eff = gamma, or 1 + gamma added in fp32 (SY_NORM_ZERO_CENTERED_GAMMA, TE's form).
-double gamma_eff(const NormReferenceProblem& problem, const std::vector<double>& gamma,
-                 int64_t j) {
+double gamma_eff(const NormReferenceProblem& problem, const std::vector<double>& gamma, int64_t j) {
   if (problem.kind == SY_NORM_L2) return 1.0;
   if (has(problem.flags, SY_NORM_ZERO_CENTERED_GAMMA))
     return static_cast<double>(1.0f + static_cast<float>(gamma[j]));
@@ -94,7 +92,8 @@ NormReferenceBackward reference_norm_backward(const NormReferenceProblem& proble
   require_size(input.rstd, rows, "rstd");
   if (layer && !memory_efficient) require_size(input.mean, rows, "mean");
   if (with_gamma) require_size(input.gamma, hidden, "gamma");
-  if (!input.d_residual_out.empty()) require_size(input.d_residual_out, rows * hidden, "d_residual_out");
+  if (!input.d_residual_out.empty())
+    require_size(input.d_residual_out, rows * hidden, "d_residual_out");
 
   NormReferenceBackward out;
   out.dx.resize(rows * hidden);
@@ -147,8 +146,8 @@ NormReferenceBackward reference_norm_backward(const NormReferenceProblem& proble
     for (int64_t j = 0; j < hidden; ++j) {
       const double centre = layer ? mean_gh : 0.0;
       double dx = rstd * (gh[j] - centre - x_hat[j] * mean_gh_xhat);
-      double magnitude =
-          std::fabs(rstd) * (std::fabs(gh[j]) + std::fabs(centre) + std::fabs(x_hat[j] * mean_gh_xhat));
+      double magnitude = std::fabs(rstd) * (std::fabs(gh[j]) + std::fabs(centre) +
+                                            std::fabs(x_hat[j] * mean_gh_xhat));
       if (!input.d_residual_out.empty()) {
         dx += input.d_residual_out[i * hidden + j];
         magnitude += std::fabs(input.d_residual_out[i * hidden + j]);

@@ -1,14 +1,16 @@
-#include <switchyard/conformance/conformance.hpp>
-
 #include <ostream>
+#include <switchyard/conformance/conformance.hpp>
 
 namespace switchyard::conformance {
 
 const char* outcome_name(Outcome outcome) noexcept {
   switch (outcome) {
-    case Outcome::Pass: return "PASS";
-    case Outcome::Fail: return "FAIL";
-    case Outcome::Skip: return "SKIP";
+    case Outcome::Pass:
+      return "PASS";
+    case Outcome::Fail:
+      return "FAIL";
+    case Outcome::Skip:
+      return "SKIP";
   }
   return "?";
 }
@@ -32,6 +34,8 @@ void TextReporter::report(const CaseResult& result) {
   out_ << "\n" << std::flush;
 }
 
-void TextReporter::end(const Summary& summary) { out_ << summary_line(summary) << "\n" << std::flush; }
+void TextReporter::end(const Summary& summary) {
+  out_ << summary_line(summary) << "\n" << std::flush;
+}
 
 }  // namespace switchyard::conformance

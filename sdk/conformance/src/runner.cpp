@@ -1,14 +1,13 @@
 // run_conformance: resolve the plugin through the public host API, build the case list from
 // what it declares, run every case and report.
-#include "case.hpp"
-#include "device_memory.hpp"
-#include "dtype_codec.hpp"
-
-#include <switchyard/conformance/conformance.hpp>
-
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <switchyard/conformance/conformance.hpp>
+
+#include "case.hpp"
+#include "device_memory.hpp"
+#include "dtype_codec.hpp"
 
 namespace switchyard::conformance {
 namespace {
@@ -56,9 +55,9 @@ class CaseListBuilder {
       return std::move(cases_);
     }
     if (info.state != PluginState::Ok && info.state != PluginState::Unavailable) {
-      cases_.push_back(failing_case(
-          "plugin/load", "plugin " + target + " (" + info.path + ") is " +
-                             plugin_state_name(info.state) + ": " + info.reason));
+      cases_.push_back(failing_case("plugin/load", "plugin " + target + " (" + info.path + ") is " +
+                                                       plugin_state_name(info.state) + ": " +
+                                                       info.reason));
       return std::move(cases_);
     }
     std::vector<Family> families = options_.families;
@@ -78,16 +77,17 @@ class CaseListBuilder {
       return;
     }
     if (info.state == PluginState::Unavailable) {
-      cases_.push_back(skipped_case(prefix + "*", "the plugin cannot run on this machine: " + info.reason));
+      cases_.push_back(
+          skipped_case(prefix + "*", "the plugin cannot run on this machine: " + info.reason));
       return;
     }
     try {
       const Selection selection = runtime.select(family);
       declared = ce ? selection.plugin.cross_entropy : selection.plugin.norm;
     } catch (const Error& e) {
-      cases_.push_back(failing_case(prefix + "select", std::string("selecting the plugin for ") +
-                                                           family_name(family) + " failed (" +
-                                                           status_name(e.status()) + "): " + e.what()));
+      cases_.push_back(failing_case(prefix + "select",
+                                    std::string("selecting the plugin for ") + family_name(family) +
+                                        " failed (" + status_name(e.status()) + "): " + e.what()));
       return;
     }
 
@@ -192,7 +192,8 @@ Summary run_conformance(const ConformanceOptions& options, Reporter& reporter) {
                                          std::filesystem::absolute(options.plugin).string());
     runtime = std::make_unique<Runtime>(runtime_options);
   } catch (const std::exception& e) {
-    cases.push_back(failing_case("plugin/runtime", std::string("cannot set up the runtime: ") + e.what()));
+    cases.push_back(
+        failing_case("plugin/runtime", std::string("cannot set up the runtime: ") + e.what()));
   }
   if (runtime) cases = CaseListBuilder(options, case_options).build(*runtime);
 
@@ -205,9 +206,15 @@ Summary run_conformance(const ConformanceOptions& options, Reporter& reporter) {
   for (const Case* c : chosen) {
     const CaseResult result = run_case(*c);
     switch (result.outcome) {
-      case Outcome::Pass: ++summary.passed; break;
-      case Outcome::Fail: ++summary.failed; break;
-      case Outcome::Skip: ++summary.skipped; break;
+      case Outcome::Pass:
+        ++summary.passed;
+        break;
+      case Outcome::Fail:
+        ++summary.failed;
+        break;
+      case Outcome::Skip:
+        ++summary.skipped;
+        break;
     }
     reporter.report(result);
   }

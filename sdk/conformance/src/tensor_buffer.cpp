@@ -1,11 +1,11 @@
 #include "tensor_buffer.hpp"
 
-#include "device_memory.hpp"
-#include "dtype_codec.hpp"
-
 #include <cstring>
 #include <stdexcept>
 #include <utility>
+
+#include "device_memory.hpp"
+#include "dtype_codec.hpp"
 
 namespace switchyard::conformance {
 namespace {
@@ -20,7 +20,10 @@ bool on_cuda(DLDevice device) { return device.device_type == kDLCUDA; }
 
 TensorBuffer::TensorBuffer(std::string name, DLDevice device, DLDataType dtype,
                            std::vector<int64_t> shape, int64_t row_stride)
-    : name_(std::move(name)), device_(device), shape_(std::move(shape)), element_size_(element_bytes(dtype)) {
+    : name_(std::move(name)),
+      device_(device),
+      shape_(std::move(shape)),
+      element_size_(element_bytes(dtype)) {
   if (shape_.empty() || shape_.size() > 2)
     throw std::logic_error("TensorBuffer " + name_ + ": only 1-D and 2-D tensors");
   row_stride_ = shape_.size() == 2 && row_stride > 0 ? row_stride : cols();
@@ -87,11 +90,13 @@ void TensorBuffer::poison() {
 }
 
 void TensorBuffer::upload() {
-  if (on_cuda(device_)) CudaRuntime::instance().copy_to_device(device_data_, host_.data(), host_.size());
+  if (on_cuda(device_))
+    CudaRuntime::instance().copy_to_device(device_data_, host_.data(), host_.size());
 }
 
 void TensorBuffer::download() {
-  if (on_cuda(device_)) CudaRuntime::instance().copy_to_host(host_.data(), device_data_, host_.size());
+  if (on_cuda(device_))
+    CudaRuntime::instance().copy_to_host(host_.data(), device_data_, host_.size());
 }
 
 void TensorBuffer::remember() { remembered_ = host_; }
@@ -100,13 +105,18 @@ std::optional<std::string> TensorBuffer::changed(bool elements) const {
   if (remembered_.size() != host_.size()) return std::string("(nothing remembered)");
   for (size_t b = 0; b < host_.size(); ++b) {
     if (host_[b] == remembered_[b]) continue;
-    if (b < kGuardBytes) return "the guard bytes before the data (byte " + std::to_string(b) + " of " + std::to_string(kGuardBytes) + ")";
+    if (b < kGuardBytes)
+      return "the guard bytes before the data (byte " + std::to_string(b) + " of " +
+             std::to_string(kGuardBytes) + ")";
     if (b >= kGuardBytes + payload_bytes_)
-      return "the guard bytes after the data (byte " + std::to_string(b - kGuardBytes - payload_bytes_) + ")";
+      return "the guard bytes after the data (byte " +
+             std::to_string(b - kGuardBytes - payload_bytes_) + ")";
     const int64_t index = static_cast<int64_t>((b - kGuardBytes) / element_size_);
     const int64_t row = index / row_stride_;
     const int64_t col = index % row_stride_;
-    if (col >= cols()) return "the padding of row " + std::to_string(row) + " (column " + std::to_string(col) + ", row length " + std::to_string(cols()) + ")";
+    if (col >= cols())
+      return "the padding of row " + std::to_string(row) + " (column " + std::to_string(col) +
+             ", row length " + std::to_string(cols()) + ")";
     if (!elements) continue;
     return shape_.size() == 2 ? "element [" + std::to_string(row) + "," + std::to_string(col) + "]"
                               : "element [" + std::to_string(row) + "]";

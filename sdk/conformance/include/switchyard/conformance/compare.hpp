@@ -43,9 +43,9 @@ struct Mismatch {
   int64_t index = 0;  // flat index of the worst element
   double got = 0;
   double expected = 0;
-  double allowed = 0;   // the tolerance at that element
-  int64_t count = 0;    // elements out of tolerance
-  int64_t total = 0;    // elements compared
+  double allowed = 0;  // the tolerance at that element
+  int64_t count = 0;   // elements out of tolerance
+  int64_t total = 0;   // elements compared
 };
 
 // Returns the worst element out of tolerance, or nothing when all pass. `scale` (optional)

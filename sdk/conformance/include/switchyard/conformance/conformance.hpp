@@ -9,11 +9,10 @@
 #ifndef SWITCHYARD_CONFORMANCE_CONFORMANCE_HPP
 #define SWITCHYARD_CONFORMANCE_CONFORMANCE_HPP
 
-#include <switchyard/switchyard.hpp>
-
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <switchyard/switchyard.hpp>
 #include <vector>
 
 namespace switchyard::conformance {

@@ -21,10 +21,10 @@ struct CeReferenceProblem {
 };
 
 struct CeReferenceForward {
-  std::vector<double> loss;     // [N]
-  std::vector<double> lse;      // [N]
-  std::vector<int64_t> argmax;  // [N] global id, lowest on ties
-  std::vector<double> grad;     // [N, V] grad_scale_i * (p - q); empty without grad_scale
+  std::vector<double> loss;            // [N]
+  std::vector<double> lse;             // [N]
+  std::vector<int64_t> argmax;         // [N] global id, lowest on ties
+  std::vector<double> grad;            // [N, V] grad_scale_i * (p - q); empty without grad_scale
   std::vector<double> grad_magnitude;  // [N, V] |g| * (p + q): the scale of grad's rounding
 };
 
