@@ -4,17 +4,19 @@
 // computes. Callers make every task's result a function of its inputs alone (a row, or a block
 // of columns summed over all rows in row order), so results are bit-identical for any number
 // of threads and any split into tasks.
+//
+// fork(): the core loads plugins in forked children, and a user's process may fork too. A child
+// has none of the parent's threads, and the parent's mutexes and condition variables may be
+// mid-use in its copy. So the pool keeps all of that in one Crew object owned by the process
+// that made it; a child makes its own Crew on first use and never touches (nor destroys) the
+// parent's.
 #ifndef SWITCHYARD_NATIVE_THREAD_POOL_HPP
 #define SWITCHYARD_NATIVE_THREAD_POOL_HPP
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <exception>
 #include <functional>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 namespace switchyard::native {
@@ -39,8 +41,8 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  // Threads to use from the next run on (the calling thread counts as one); >= 1. Lock-free,
-  // so that the entry point may call it in a child forked while a parent thread held a lock.
+  // Threads to use from the next run on (the calling thread counts as one); >= 1. Lock-free:
+  // the entry point calls it, possibly in a freshly forked child.
   void set_threads(int threads);
   int threads() const;
 
@@ -51,31 +53,14 @@ class ThreadPool {
   // serialised. An exception from a task is rethrown here (the one of the lowest task index).
   void run(int64_t tasks, const Task& task);
 
+  class Crew;  // threads, locks and scratch of one process (thread_pool.cpp)
+
  private:
   ThreadPool() = default;
-  void resize_locked(int threads);  // with run_mutex_ held
-  void stop_workers();
-  // After fork() the child has none of the parent's workers: forget them without joining.
-  void abandon_workers_of_parent();
-  void worker_loop(std::size_t slot);
-  void drain(std::size_t slot);
+  Crew& crew();  // this process's, made on first use
 
-  std::mutex run_mutex_;  // one run at a time; held across a whole run
-  mutable std::mutex state_mutex_;
-  std::condition_variable wake_;
-  std::condition_variable done_;
-  std::vector<std::thread> workers_;
-  std::vector<Scratch> scratch_;  // [0]: the calling thread; [k + 1]: worker k
   std::atomic<int> requested_threads_{1};
-  int owner_pid_ = 0;              // the process that started workers_
-  uint64_t generation_ = 0;        // under state_mutex_
-  bool stop_ = false;              // under state_mutex_
-  std::size_t busy_workers_ = 0;   // under state_mutex_
-  const Task* task_ = nullptr;
-  int64_t tasks_ = 0;
-  int64_t next_task_ = 0;          // under state_mutex_
-  std::exception_ptr error_;       // under state_mutex_
-  int64_t error_task_ = -1;        // under state_mutex_
+  std::atomic<Crew*> crew_{nullptr};  // owned; see ~ThreadPool
 };
 
 // Splits [0, items) into contiguous ranges and calls body(begin, end, scratch) for each, in
