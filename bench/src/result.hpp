@@ -37,7 +37,7 @@ struct CheckReport {
   }
   double max_rel_error() const {
     double worst = 0;
-    for (const auto& o : outputs) worst = o.rel_error > worst || o.rel_error != o.rel_error ? o.rel_error : worst;
+    for (const auto& o : outputs) worst = o.rel_error > worst ? o.rel_error : worst;  // inf on NaN
     return worst;
   }
 };
