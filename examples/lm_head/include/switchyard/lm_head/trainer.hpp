@@ -1,5 +1,7 @@
-// The training loop behind `switchyard train`: N tensor-parallel ranks as N threads of this
-// process (switchyard::ThreadGroup), each with its own Model replica and vocabulary shard.
+// The training loop behind `switchyard train`: N tensor-parallel ranks, each with its own
+// Model replica and vocabulary shard, either as N threads of this process
+// (switchyard::ThreadGroup; the CPU) or as one rank of a group of processes whose
+// communicator the caller supplies (NCCL; CUDA, one process per GPU).
 #ifndef SWITCHYARD_LM_HEAD_TRAINER_HPP
 #define SWITCHYARD_LM_HEAD_TRAINER_HPP
 
@@ -30,7 +32,19 @@ struct TrainOptions {
   int64_t log_every = 25;
   int threads = 0;       // CPU threads per rank for the LM head's kernels; 0: cores / tp
   std::string executable_dir;  // where the shipped corpus is looked up; "": this process's
+
+  // One rank of a multi-process group: this process runs rank `process_rank` of `tp` only,
+  // on device index + process_rank, and `process_comm` (borrowed; size tp, rank
+  // process_rank; must outlive the Trainer) connects it to the others. -1: this process runs
+  // every rank, as threads — the only way on the CPU; on CUDA only with tp 1.
+  int32_t process_rank = -1;
+  const sy_comm* process_comm = nullptr;
 };
+
+// Checks the options that need no data, device or backend (ranges of the numbers, the
+// process-rank fields). Throws switchyard::Error(SY_ERR_INVALID_ARGUMENT) naming the flag,
+// the expected and the actual value.
+void validate_options(const TrainOptions& options);
 
 // A logged point: the mean of the batch losses of the steps after the previous point up to
 // and including `step` (steps count from 1; the first point is step 1 alone, the untrained
@@ -47,7 +61,8 @@ struct TrainResult {
   double seconds = 0;
   double tokens_per_second = 0;
   // Embedding and norm weights are bit-identical on every rank at the end (always true for
-  // a single rank); false would mean the ranks' replicas drifted apart.
+  // a single rank); false would mean the ranks' replicas drifted apart. Across processes it
+  // is checked by all-reducing a hash of their bytes.
   bool replicas_identical = true;
 };
 
@@ -66,7 +81,9 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  // Callbacks run on rank 0's thread.
+  // Callbacks run on rank 0's thread, and only in the process that runs rank 0; the
+  // losses of the result, too, are only filled there. With a process rank, run() is
+  // collective: every rank's process must call it.
   TrainResult run(const TrainCallbacks& callbacks = {});
 
   const TrainOptions& options() const;  // with defaults resolved (learning rate)
@@ -77,7 +94,11 @@ class Trainer {
   const BackendInfo& norm_backend() const;
   const Setting& norm_kind() const;
   int threads_per_rank() const;
-  std::string device_name() const;
+  std::string device_name() const;  // this process's first rank's: "cpu", "cuda:1"
+  // Every rank's device, in rank order, including those of other processes.
+  std::vector<std::string> rank_device_names() const;
+  // Whether the ranks are processes (a process rank was given) rather than threads.
+  bool ranks_are_processes() const;
 
  private:
   struct Impl;
