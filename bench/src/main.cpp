@@ -6,15 +6,14 @@
 #include "ce_bench.hpp"
 #include "device.hpp"
 #include "dtype.hpp"
-#include "json.hpp"
 #include "norm_bench.hpp"
 #include "options.hpp"
-#include "progress.hpp"
 #include "report.hpp"
-#include "table.hpp"
 #include "tp_group.hpp"
 
 #include <switchyard/switchyard.hpp>
+#include <switchyard/tools/progress.hpp>
+#include <switchyard/tools/table.hpp>
 
 #include <cstdio>
 #include <ctime>
@@ -50,7 +49,8 @@ std::vector<CaseSpec> select_cases(const BenchOptions& o) {
 }
 
 void list_cases(const std::vector<CaseSpec>& cases, DLDataType dtype, std::ostream& out) {
-  Table table({"case", "family", "path", "shape", "tp", "floor", "floor MiB", "summary"});
+  tools::Table table({"case", "family", "path", "shape", "tp", "floor", "floor MiB", "summary"},
+                     tools::Table::Numbers::right);
   for (const auto& c : cases) {
     const Floor f = primary_floor(c, dtype_bytes(dtype));
     table.add({c.name, family_key(c.family), path_key(c),
@@ -92,7 +92,7 @@ int run(int argc, char** argv) {
   const std::vector<CaseSpec> cases = select_cases(o);
   if (o.list_cases) {
     if (o.json_path == "-")
-      std::cout << cases_json(cases).dump();
+      std::cout << json_text(cases_json(cases));
     else
       list_cases(cases, o.dtype, std::cout);
     return 0;
@@ -130,7 +130,7 @@ int run(int argc, char** argv) {
   for (const auto& c : cases)
     steps += static_cast<int64_t>(
         (c.family == CaseFamily::CrossEntropy ? ce_plan : norm_plan).names.size());
-  Progress progress(steps, o.quiet);
+  tools::Progress progress(steps, o.quiet);
 
   RankSetup single;
   single.devices.push_back(device.get());
@@ -226,7 +226,7 @@ int run(int argc, char** argv) {
 
   print_report(human, info, reports);
   if (!o.json_path.empty()) {
-    const std::string text = report_json(info, reports).dump();
+    const std::string text = json_text(report_json(info, reports));
     if (json_to_stdout) {
       std::cout << text;
     } else {

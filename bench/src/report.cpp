@@ -2,9 +2,9 @@
 
 #include "dtype.hpp"
 #include "stats.hpp"
-#include "table.hpp"
 
 #include <switchyard/switchyard.hpp>
+#include <switchyard/tools/table.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -225,6 +225,13 @@ Json report_json(const RunInfo& info, const std::vector<CaseReport>& cases) {
   return root;
 }
 
+std::string json_text(const Json& document) {
+  Json::Format format;
+  format.significant_digits = 9;
+  format.scalar_arrays_inline = true;
+  return document.dump(format) + "\n";
+}
+
 void print_report(std::ostream& out, const RunInfo& info, const std::vector<CaseReport>& cases) {
   const auto& dev = info.device;
   out << "switchyard-bench " << version() << " on " << dev.type << ":" << dev.index << " " << dev.name;
@@ -245,7 +252,8 @@ void print_report(std::ostream& out, const RunInfo& info, const std::vector<Case
   for (const auto& n : info.not_run) out << "not run (" << n.family << "): " << n.name << ": " << n.reason << "\n";
   out << "\n";
 
-  Table case_table({"case", "shape", "tp", "floor", "floor ms", "2-pass ms"});
+  tools::Table case_table({"case", "shape", "tp", "floor", "floor ms", "2-pass ms"},
+                          tools::Table::Numbers::right);
   for (const auto& c : cases) {
     const bool ce = c.spec.family == CaseFamily::CrossEntropy;
     std::string tp = ce ? c.tp_mode : "-";
@@ -256,8 +264,9 @@ void print_report(std::ostream& out, const RunInfo& info, const std::vector<Case
   case_table.print(out);
   out << "\n";
 
-  Table table({"case", "backend", "median ms", "min", "max", "fwd", "bwd", "GB/s", "x floor",
-               "extra MiB", "coll f/b (decl)", "check"});
+  tools::Table table({"case", "backend", "median ms", "min", "max", "fwd", "bwd", "GB/s",
+                      "x floor", "extra MiB", "coll f/b (decl)", "check"},
+                     tools::Table::Numbers::right);
   std::vector<std::string> footnotes;
   for (const auto& c : cases) {
     for (const auto& r : c.results) {

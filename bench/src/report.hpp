@@ -4,14 +4,17 @@
 
 #include "backends.hpp"
 #include "device.hpp"
-#include "json.hpp"
 #include "result.hpp"
+
+#include <switchyard/tools/json.hpp>
 
 #include <iosfwd>
 #include <string>
 #include <vector>
 
 namespace switchyard::bench {
+
+using tools::Json;
 
 // PERFORMANCE.md's copy bandwidth of the H200, printed for reference only: floors divide by
 // the bandwidth measured in the same run.
@@ -45,6 +48,10 @@ struct Derived {
 Derived derive(const CaseReport& c, const Result& r, const CopyBandwidth& copy);
 
 Json report_json(const RunInfo& info, const std::vector<CaseReport>& cases);
+// A document as the bench writes it: numbers to float precision (9 digits; times are not
+// known better), arrays of scalars on one line (repetition times are read, not scrolled),
+// and a final line break.
+std::string json_text(const Json& document);
 void print_report(std::ostream& out, const RunInfo& info, const std::vector<CaseReport>& cases);
 
 // Exit status: 0, or 3 when a check failed or a backend errored (never for a time).

@@ -3,10 +3,10 @@
 #define SWITCHYARD_BENCH_RUN_SETTINGS_HPP
 
 #include "device.hpp"
-#include "progress.hpp"
 
 #include <switchyard/abi.h>
 #include <switchyard/switchyard.hpp>
+#include <switchyard/tools/progress.hpp>
 
 #include <cstdint>
 #include <vector>
@@ -34,7 +34,7 @@ struct RankSetup {
 struct RunContext {
   const RunSettings& settings;
   const RankSetup& setup;
-  Progress& progress;
+  tools::Progress& progress;
 };
 
 }  // namespace switchyard::bench

@@ -93,13 +93,7 @@ void check_labels(const sy_ce_problem& p, const DLTensor& labels) {
   for (int64_t i = 0; i < p.rows; ++i) {
     const int64_t t = load_label(p.label_dtype, base, i);
     if (is_ignored(p, t) || (t >= 0 && t < p.vocab_size)) continue;
-    sy::fail(SY_ERR_INVALID_ARGUMENT,
-             "labels[" + std::to_string(i) + "] = " + std::to_string(t) +
-                 " is outside the vocabulary [0, " + std::to_string(p.vocab_size) + ")" +
-                 ((p.flags & SY_CE_IGNORE_INDEX) != 0
-                      ? " and is not ignore_index = " + std::to_string(p.ignore_index)
-                      : std::string()) +
-                 " (SY_CE_CHECK_LABELS); fix the label or mark the row with ignore_index");
+    sy::fail(SY_ERR_INVALID_ARGUMENT, bad_label_message(p, i, t));
   }
 }
 

@@ -5,6 +5,7 @@
 #include <switchyard/loss.h>
 
 #include <cstdint>
+#include <string>
 
 namespace switchyard::native {
 
@@ -27,6 +28,16 @@ inline bool is_ignored(const sy_ce_problem& p, int64_t label) {
 inline int64_t local_column(const sy_ce_problem& p, int64_t label) {
   const int64_t column = label - p.vocab_start;
   return column >= 0 && column < p.vocab_local ? column : -1;
+}
+
+// The SY_CE_CHECK_LABELS refusal of labels[row] = label (the same words on every device).
+inline std::string bad_label_message(const sy_ce_problem& p, int64_t row, int64_t label) {
+  return "labels[" + std::to_string(row) + "] = " + std::to_string(label) +
+         " is outside the vocabulary [0, " + std::to_string(p.vocab_size) + ")" +
+         ((p.flags & SY_CE_IGNORE_INDEX) != 0
+              ? " and is not ignore_index = " + std::to_string(p.ignore_index)
+              : std::string()) +
+         " (SY_CE_CHECK_LABELS); fix the label or mark the row with ignore_index";
 }
 
 }  // namespace switchyard::native

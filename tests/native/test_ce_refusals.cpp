@@ -137,8 +137,9 @@ TEST_CASE("supports() refuses impossible problems with a reason naming the field
           {"problem.grad_dtype = int32"});
   refused([](sy_ce_problem& p) { p.label_dtype = sy::kF32; }, SY_ERR_INVALID_ARGUMENT,
           {"problem.label_dtype = float32", "int64 or int32"});
-  refused([](sy_ce_problem& p) { p.device = DLDevice{kDLCUDA, 0}; }, SY_ERR_UNSUPPORTED,
-          {"problem.device = cuda:0", "CPU only"});
+  // A device type native has no path for (CUDA problems: test_cuda_path.cpp).
+  refused([](sy_ce_problem& p) { p.device = DLDevice{kDLROCM, 0}; }, SY_ERR_UNSUPPORTED,
+          {"problem.device = device_type_10:0", "native runs on"});
 }
 
 TEST_CASE("forward refuses each tensor that is missing, mis-shaped, mis-typed or elsewhere") {

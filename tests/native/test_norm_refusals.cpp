@@ -59,8 +59,8 @@ TEST_CASE("norm supports() refuses impossible problems naming the field") {
                   SY_ERR_INVALID_ARGUMENT, {"problem.grad_weight_dtype = bfloat16", "float32"});
   refused_problem(good, [](sy_norm_problem& p) { p.flags = 1u << 12; }, SY_ERR_UNSUPPORTED,
                   {"problem.flags", "0x1000"});
-  refused_problem(good, [](sy_norm_problem& p) { p.device = DLDevice{kDLCUDA, 1}; },
-                  SY_ERR_UNSUPPORTED, {"problem.device = cuda:1", "CPU only"});
+  refused_problem(good, [](sy_norm_problem& p) { p.device = DLDevice{kDLCUDAHost, 1}; },
+                  SY_ERR_UNSUPPORTED, {"problem.device = cuda_host:1", "native runs on"});
   // sm_margin has no meaning on the CPU: accepted and ignored.
   sy_norm_problem margin = good;
   margin.sm_margin = 8;

@@ -19,14 +19,21 @@ TEST_CASE("descriptor: name, version, vendor, capabilities, determinism, build i
   CHECK(std::string(plugin->vendor) == "Switchyard");
   CHECK(std::strlen(plugin->description) > 10);
   REQUIRE(plugin->build_info != nullptr);
+#if SWITCHYARD_TEST_NATIVE_CUDA
+  CHECK(std::string(plugin->build_info).find("CUDA path: unfused kernels for CUDA architectures") !=
+        std::string::npos);
+  constexpr uint32_t kDevices = SY_DEVICE_BIT(kDLCPU) | SY_DEVICE_BIT(kDLCUDA);
+#else
   CHECK(std::string(plugin->build_info).find("CUDA path: not built") != std::string::npos);
+  constexpr uint32_t kDevices = SY_DEVICE_BIT(kDLCPU);
+#endif
   sy_error err = make_error();
   CHECK(plugin->probe(&err) == SY_OK);
 
   const sy_cross_entropy& c = *plugin->cross_entropy;
   CHECK(c.struct_size == sizeof(sy_cross_entropy));
   CHECK(c.dtypes == (SY_DTYPE_F32 | SY_DTYPE_BF16 | SY_DTYPE_F16));
-  CHECK(c.devices == SY_DEVICE_BIT(kDLCPU));
+  CHECK(c.devices == kDevices);
   CHECK(c.features == (SY_CE_FEATURE_LABEL_SMOOTHING | SY_CE_FEATURE_IGNORE_INDEX |
                        SY_CE_FEATURE_ARGMAX | SY_CE_FEATURE_GRAD_IN_FORWARD |
                        SY_CE_FEATURE_TENSOR_PARALLEL));
@@ -37,7 +44,7 @@ TEST_CASE("descriptor: name, version, vendor, capabilities, determinism, build i
   const sy_norm& n = *plugin->norm;
   CHECK(n.struct_size == sizeof(sy_norm));
   CHECK(n.dtypes == (SY_DTYPE_F32 | SY_DTYPE_BF16 | SY_DTYPE_F16));
-  CHECK(n.devices == SY_DEVICE_BIT(kDLCPU));
+  CHECK(n.devices == kDevices);
   CHECK(n.features == (SY_NORM_FEATURE_LAYER | SY_NORM_FEATURE_RMS | SY_NORM_FEATURE_L2 |
                        SY_NORM_FEATURE_ZERO_CENTERED_GAMMA | SY_NORM_FEATURE_RESIDUAL |
                        SY_NORM_FEATURE_MEMORY_EFFICIENT | SY_NORM_FEATURE_ACCUMULATE_GRAD_WEIGHT));

@@ -5,7 +5,14 @@
 #include "mini_json.hpp"
 #include "test_paths.hpp"
 
+#include <switchyard/lm_head/device.hpp>
+#include <switchyard/lm_head/launcher.hpp>
+#include <switchyard/lm_head/rank_process.hpp>
+
 #include <cmath>
+#include <cstdio>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -13,10 +20,28 @@ namespace st = switchyard::test;
 
 namespace {
 
+namespace lm = switchyard::lm_head;
+
 // The build's real plugin folder, so the native backend is found; nothing else leaks in.
 std::map<std::string, std::string> plugin_env() {
   return {{"SWITCHYARD_PLUGIN_SYSTEM_PATH", st::plugin_dir()}};
 }
+
+std::map<std::string, std::string> with(std::map<std::string, std::string> env,
+                                        const std::string& name, const std::string& value) {
+  env[name] = value;
+  return env;
+}
+
+// CUDA devices this machine shows; the tests of the "no GPU" paths only run where there are
+// too few (the GPU machine runs tests/train/gpu_train_check.sh instead).
+int visible_cuda_devices() {
+  int devices = 0;
+  lm::describe_cuda_devices(&devices);
+  return devices;
+}
+
+const std::string kSomeNcclId(256, 'a');
 
 struct Run {
   st::CliResult cli;
@@ -162,23 +187,157 @@ TEST_CASE("selection flags pass through to the runtime") {
   CHECK(missing.out.find("step") == std::string::npos);    // failed before training
 }
 
-TEST_CASE("--device cuda fails cleanly on this machine, naming why") {
+TEST_CASE("--device cuda without a GPU fails cleanly, naming why") {
+  if (visible_cuda_devices() > 0) {
+    MESSAGE("skipped: this machine has a CUDA device (gpu_train_check.sh covers it)");
+    return;
+  }
   for (const bool json : {false, true}) {
     std::vector<std::string> args = {"train", "--device", "cuda", "--steps", "5"};
     if (json) args.push_back("--json");
     const st::CliResult run = st::run_cli(args, plugin_env());
+    INFO("stderr: " << run.err);
     CHECK(run.signal == 0);
     CHECK(run.exit_code == 1);
-    CHECK(run.err.find("--device cuda") != std::string::npos);
-    CHECK(run.err.find("no CUDA implementation") != std::string::npos);
+    CHECK(run.err.find("--device cuda:0: cannot train on CUDA") != std::string::npos);
+    // The driver probe's words: "no CUDA driver (...)" or "no usable CUDA device (...)".
+    CHECK((run.err.find("no CUDA driver") != std::string::npos ||
+           run.err.find("CUDA device") != std::string::npos));
     CHECK(run.err.find("--device cpu") != std::string::npos);
     CHECK(run.err.find("SY_ERR_UNAVAILABLE") != std::string::npos);
+    if (!json) CHECK(run.out.empty());  // failed before the header
     if (json) {
       const st::JsonValue parsed = st::parse_json(run.out);
       CHECK(parsed["status"].text == "SY_ERR_UNAVAILABLE");
-      CHECK(parsed["error"].text.find("--device cuda") != std::string::npos);
+      CHECK(parsed["error"].text.find("--device cuda:0") != std::string::npos);
     }
   }
+}
+
+TEST_CASE("--device cuda --tp 2 with too few GPUs says how many it needs and has") {
+  if (visible_cuda_devices() >= 2) {
+    MESSAGE("skipped: this machine has 2 CUDA devices (gpu_train_check.sh covers it)");
+    return;
+  }
+  const st::CliResult run =
+      st::run_cli({"train", "--device", "cuda", "--tp", "2", "--steps", "5"}, plugin_env());
+  INFO("stderr: " << run.err);
+  CHECK(run.exit_code == 1);
+  CHECK(run.err.find("cannot start the 2 rank processes (one per GPU, joined by NCCL)") !=
+        std::string::npos);
+  CHECK(run.err.find("--device cuda --tp 2: needs 2 CUDA devices (one process per rank on "
+                     "cuda:0..cuda:1), but this machine has") != std::string::npos);
+  CHECK(run.err.find("a smaller --tp, or --device cpu") != std::string::npos);
+  CHECK(run.err.find("SY_ERR_UNAVAILABLE") != std::string::npos);
+#ifdef SWITCHYARD_TEST_HAVE_NCCL
+  // The build's libswitchyard-nccl is found next to the binary: only the GPUs are missing.
+  CHECK(run.err.find("libswitchyard-nccl could not be loaded") == std::string::npos);
+#endif
+
+  // --device cuda:1 --tp 2 needs cuda:1..cuda:2, three devices.
+  const st::CliResult offset =
+      st::run_cli({"train", "--device", "cuda:1", "--tp", "2"}, plugin_env());
+  CHECK(offset.err.find("needs 3 CUDA devices (one process per rank on cuda:1..cuda:2)") !=
+        std::string::npos);
+}
+
+TEST_CASE("--device cuda --tp 2 without libswitchyard-nccl names the library and the fix") {
+  const std::string missing = "/nonexistent/libswitchyard-nccl.so.0";
+  const st::CliResult run = st::run_cli({"train", "--device", "cuda", "--tp", "2", "--json"},
+                                        with(plugin_env(), "SWITCHYARD_NCCL_LIBRARY", missing));
+  INFO("stderr: " << run.err);
+  CHECK(run.exit_code == 1);
+  CHECK(run.err.find("libswitchyard-nccl could not be loaded; tried:\n  " + missing +
+                     ": cannot open shared object file") != std::string::npos);
+  CHECK(run.err.find("set SWITCHYARD_NCCL_LIBRARY=") != std::string::npos);
+  const st::JsonValue parsed = st::parse_json(run.out);  // one document, the error
+  CHECK(parsed["status"].text == "SY_ERR_UNAVAILABLE");
+  CHECK(parsed["error"].text.find("libswitchyard-nccl could not be loaded") != std::string::npos);
+}
+
+TEST_CASE("the hidden rank flags: not in --help, checked, and passed through to the rank") {
+  const st::CliResult help = st::run_cli({"train", "--help"}, plugin_env());
+  CHECK(help.exit_code == 0);
+  CHECK(help.out.find("--device") != std::string::npos);
+  for (const char* hidden : {"--rank", "--world-size", "--nccl-id"}) {
+    CHECK_MESSAGE(help.out.find(hidden) == std::string::npos, hidden << " is listed in --help");
+  }
+
+  const st::CliResult partial =
+      st::run_cli({"train", "--device", "cuda", "--tp", "2", "--rank", "1"}, plugin_env());
+  CHECK(partial.exit_code == 1);
+  CHECK(partial.err.find("--rank, --world-size and --nccl-id go together") != std::string::npos);
+  CHECK(partial.err.find("missing --world-size, --nccl-id") != std::string::npos);
+
+  const st::CliResult on_cpu = st::run_cli(
+      {"train", "--tp", "2", "--rank", "0", "--world-size", "2", "--nccl-id", kSomeNcclId},
+      plugin_env());
+  CHECK(on_cpu.exit_code == 1);
+  CHECK(on_cpu.err.find("rank 0 of 2: --rank with --device cpu") != std::string::npos);
+
+  const st::CliResult bad_world = st::run_cli({"train", "--device", "cuda", "--tp", "2", "--rank",
+                                               "0", "--world-size", "4", "--nccl-id", kSomeNcclId},
+                                              plugin_env());
+  CHECK(bad_world.err.find("--world-size 4: expected --tp (2)") != std::string::npos);
+
+  // A well-formed rank gets as far as opening the NCCL library: here, a missing one.
+  const std::vector<std::string> rank_args = lm::rank_process_arguments(
+      {"--device", "cuda", "--tp", "2", "--steps", "3"}, lm::RankIdentity{1, 2, kSomeNcclId});
+  const st::CliResult rank = st::run_cli(
+      rank_args, with(plugin_env(), "SWITCHYARD_NCCL_LIBRARY", "/nonexistent/libsy-nccl.so"));
+  INFO("stderr: " << rank.err);
+  CHECK(rank.exit_code == 1);
+  CHECK(rank.err.find("switchyard train: error: rank 1 of 2: libswitchyard-nccl could not be "
+                      "loaded") != std::string::npos);
+}
+
+TEST_CASE("the launcher runs the real binary's rank processes and reports the first failure") {
+  // Two rank processes of `switchyard train` that cannot join (no NCCL library): each fails
+  // by itself; the report names a rank and its error line, rank 0's JSON error is collected.
+  lm::LaunchSpec spec;
+  spec.executable = st::bin_dir() + "/switchyard";
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    spec.arguments.push_back(lm::rank_process_arguments(
+        {"--device", "cuda", "--tp", "2", "--json"}, lm::RankIdentity{rank, 2, kSomeNcclId}));
+  }
+  spec.environment = {{"SWITCHYARD_NCCL_LIBRARY", "/nonexistent/libsy-nccl.so"},
+                      {"SWITCHYARD_PLUGIN_SYSTEM_PATH", st::plugin_dir()}};
+  spec.capture_rank0_stdout = true;
+  spec.failure_grace_ms = 5000;  // both fail on their own, well within it
+  std::ostringstream forwarded;
+  spec.rank_stderr = &forwarded;
+  const lm::LaunchResult result = lm::launch_ranks(spec);
+  CHECK_FALSE(result.succeeded());
+  for (const lm::RankExit& exit : result.ranks) {
+    CHECK(exit.exit_code == 1);
+    CHECK_FALSE(exit.stopped);
+  }
+  CHECK(forwarded.str().find("[rank 1] switchyard train: error: rank 1 of 2: libswitchyard-nccl") !=
+        std::string::npos);
+  const st::JsonValue rank0 = st::parse_json(result.rank0_stdout);
+  CHECK(rank0["error"].text.find("rank 0 of 2: libswitchyard-nccl could not be loaded") == 0);
+  const std::string message = result.failure_message();
+  INFO(message);
+  CHECK(message.find(" of 2 exited with code 1") != std::string::npos);
+}
+
+TEST_CASE("the CLI links neither CUDA nor NCCL: it starts on machines without them") {
+  const std::string command = "readelf -d " + st::bin_dir() + "/switchyard 2>/dev/null";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
+  REQUIRE(pipe != nullptr);
+  std::string dynamic;
+  char buffer[4096];
+  size_t got;
+  while ((got = std::fread(buffer, 1, sizeof buffer, pipe.get())) > 0) dynamic.append(buffer, got);
+  if (dynamic.find("NEEDED") == std::string::npos) {
+    MESSAGE("skipped: readelf is not available to read the binary's dynamic section");
+    return;
+  }
+  for (const char* library : {"libcuda.so", "libcudart.so", "libnccl.so", "libswitchyard-nccl"}) {
+    CHECK_MESSAGE(dynamic.find(library) == std::string::npos,
+                  "switchyard needs " << library << " at load time");
+  }
+  CHECK(dynamic.find("libswitchyard.so") != std::string::npos);  // the check can fail
 }
 
 TEST_CASE("the text output names the backends, logs the loss and the throughput") {

@@ -1,9 +1,13 @@
-// Output helpers shared by the commands: aligned tables for people, JSON for programs, and
-// the parsing of selection flags next to a command's own flags.
+// Output helpers shared by the commands: aligned tables for people, JSON for programs, a
+// progress line (all three from tools/support), the parsing of selection flags next to a
+// command's own flags, error lines, help and spelling suggestions.
 #ifndef SWITCHYARD_CLI_OUTPUT_HPP
 #define SWITCHYARD_CLI_OUTPUT_HPP
 
 #include <switchyard/switchyard.hpp>
+#include <switchyard/tools/json.hpp>
+#include <switchyard/tools/progress.hpp>
+#include <switchyard/tools/table.hpp>
 
 #include <boost/program_options/options_description.hpp>
 #include <boost/program_options/positional_options.hpp>
@@ -18,45 +22,11 @@
 
 namespace switchyard::cli {
 
-// Columns aligned to the widest cell; the header row is underlined.
-class Table {
- public:
-  explicit Table(std::vector<std::string> headers);
-  void add(std::vector<std::string> row);
-  void print(std::ostream& out) const;
-
- private:
-  std::vector<std::string> headers_;
-  std::vector<std::vector<std::string>> rows_;
-};
-
-// A small JSON value: null, bool, number, string, array, object (keys keep insertion order).
-class Json {
- public:
-  Json();  // null
-  Json(bool b);
-  Json(int v);
-  Json(int64_t v);
-  Json(double v);
-  Json(const char* s);
-  Json(std::string s);
-  static Json array();
-  static Json object();
-
-  Json& set(const std::string& key, Json value);  // objects
-  Json& push(Json value);                         // arrays
-  std::string dump(int indent = 2) const;
-
- private:
-  enum class Kind { Null, Bool, Int, Double, String, Array, Object } kind_ = Kind::Null;
-  bool b_ = false;
-  int64_t i_ = 0;
-  double d_ = 0;
-  std::string s_;
-  std::vector<Json> items_;
-  std::vector<std::pair<std::string, Json>> members_;
-  void dump_to(std::string& out, int indent, int depth) const;
-};
+// Tables, JSON and the progress line are the tools' shared ones (tools/support); these names
+// keep the commands' spelling.
+using tools::Json;
+using tools::Progress;
+using tools::Table;
 
 // Strict parsing of a command's flags plus the selection flags (switchyard::selection_flags
 // and --json). Unknown flags are an error with a did-you-mean. On success fills `vm`, and
@@ -70,23 +40,6 @@ bool parse_command_line(const std::string& command, const std::vector<std::strin
 
 // Prints "switchyard <command>: error: <message>" to stderr; returns the exit code to use.
 int report_error(const std::string& command, const std::string& message, int code = 1);
-
-// A single line "label: [####......] 42%" rewritten in place on a terminal (stderr), for
-// anything that runs longer than a second. Silent when stderr is not a terminal or when
-// quiet is set.
-class Progress {
- public:
-  Progress(std::string label, int64_t total, bool quiet = false);
-  ~Progress();
-  void update(int64_t done, const std::string& note = "");
-  void finish();
-
- private:
-  std::string label_;
-  int64_t total_;
-  bool enabled_;
-  bool finished_ = false;
-};
 
 // ---- added for the commands' help and suggestions ------------------------------------------
 

@@ -1,7 +1,8 @@
-// Devices: parsing --device, the CPU device, and the reason a CUDA device cannot be used yet.
+// Devices: parsing --device, the CPU device, and opening a CUDA one (cuda/cuda_device.cpp).
 #include <switchyard/lm_head/device.hpp>
 
 #include "cpu_kernels.hpp"
+#include "cuda/cuda_device.hpp"
 
 #include <switchyard/switchyard.hpp>
 
@@ -70,13 +71,7 @@ std::unique_ptr<Device> make_cpu_device(int threads) {
 
 std::unique_ptr<Device> open_device(const DeviceRequest& request, int threads) {
   if (request.type == kDLCPU) return make_cpu_device(threads);
-  int devices = 0;
-  const std::string seen = describe_cuda_devices(&devices);
-  throw Error(SY_ERR_UNAVAILABLE,
-              "--device " + request.text + ": cannot train on CUDA: the LM-head demo's own "
-              "compute (embedding, projection matmuls, optimizer) has no CUDA implementation "
-              "yet, so no CUDA backend serves this run (CUDA support for `switchyard train` is "
-              "a later issue); on this machine: " + seen + ". Next step: run with --device cpu.");
+  return make_cuda_device(request.index);
 }
 
 }  // namespace switchyard::lm_head

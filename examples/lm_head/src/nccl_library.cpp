@@ -83,8 +83,10 @@ NcclLibrary NcclLibrary::open(const std::string& exe_dir) {
     // Kept loaded on purpose: NCCL's threads outlive any point where unloading would be safe.
     void* library = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) {
-      const char* why = dlerror();
-      tried += "\n  " + candidate + ": " + (why != nullptr ? why : "cannot be loaded");
+      const char* error = dlerror();
+      std::string why = error != nullptr ? error : "cannot be loaded";
+      if (why.rfind(candidate + ": ", 0) == 0) why.erase(0, candidate.size() + 2);  // said once
+      tried += "\n  " + candidate + ": " + why;
       continue;
     }
     auto functions = std::make_shared<Functions>();
@@ -129,9 +131,10 @@ NcclRankComm NcclLibrary::create(const std::string& unique_id_hex, int32_t size,
   const sy_status status =
       functions_->create(unique_id_hex.c_str(), size, rank, device, &handle->comm, &err);
   if (status != SY_OK) {
-    throw Error(status, "rank " + std::to_string(rank) + " of " + std::to_string(size) +
-                            ": creating the NCCL communicator on cuda:" +
-                            std::to_string(device) + " failed: " + error_text(err, status));
+    throw Error(status, "creating the NCCL communicator of " + std::to_string(size) +
+                            " ranks on cuda:" + std::to_string(device) +
+                            " (sy_nccl_comm_create from " + path_ + ") failed: " +
+                            error_text(err, status));
   }
   return NcclRankComm(std::move(handle));
 }

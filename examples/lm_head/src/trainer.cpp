@@ -1,10 +1,12 @@
 // The training loop: validation and binding up front, then one thread per tensor-parallel
-// rank, each running forward/backward and the optimizer on its replica.
+// rank of this process (or the calling thread, for one), each running forward/backward and
+// the optimizer on its replica.
 #include <switchyard/lm_head/trainer.hpp>
 
 #include <switchyard/comm.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -27,7 +29,9 @@ void require(bool ok, const std::string& flag, int64_t value, const std::string&
   }
 }
 
-void validate(const TrainOptions& o) {
+}  // namespace
+
+void validate_options(const TrainOptions& o) {
   require(o.steps >= 1, "--steps", o.steps, "at least 1 step");
   require(o.tp >= 1 && o.tp <= kMaxTp, "--tp", o.tp,
           "1 to " + std::to_string(kMaxTp) + " ranks");
@@ -39,7 +43,26 @@ void validate(const TrainOptions& o) {
               std::to_string(kMaxVocab) + " tokens");
   require(o.log_every >= 1, "--log-every", o.log_every, "at least 1");
   require(o.threads >= 0, "--threads", o.threads, "0 (automatic) or more");
+  if (o.process_rank >= 0 || o.process_comm != nullptr) {
+    require(o.process_rank >= 0 && o.process_rank < o.tp, "rank", o.process_rank,
+            "0 to " + std::to_string(o.tp - 1) + " (--tp " + std::to_string(o.tp) + ")");
+    if (o.process_comm == nullptr) {
+      throw Error(SY_ERR_INVALID_ARGUMENT,
+                  "rank " + std::to_string(o.process_rank) + " of " + std::to_string(o.tp) +
+                      ": a process rank needs the group's communicator (process_comm is "
+                      "NULL).");
+    }
+    if (o.process_comm->size != o.tp || o.process_comm->rank != o.process_rank) {
+      throw Error(SY_ERR_INVALID_ARGUMENT,
+                  "rank " + std::to_string(o.process_rank) + " of " + std::to_string(o.tp) +
+                      ": the communicator is rank " + std::to_string(o.process_comm->rank) +
+                      " of " + std::to_string(o.process_comm->size) + "; expected rank " +
+                      std::to_string(o.process_rank) + " of " + std::to_string(o.tp) + ".");
+    }
+  }
 }
+
+namespace {
 
 bool same_bytes(const Tensor& a, const Tensor& b, const Device& da, const Device& db) {
   if (a.empty() || b.empty()) return a.empty() == b.empty();
@@ -47,6 +70,38 @@ bool same_bytes(const Tensor& a, const Tensor& b, const Device& da, const Device
   da.copy_to_host(ha.data(), a.data<void>(), a.bytes());
   db.copy_to_host(hb.data(), b.data<void>(), b.bytes());
   return ha == hb;
+}
+
+// A hash of the bytes of the replicated parameters (all but the projection shard).
+uint64_t replica_hash(Model& model, const Device& device) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (const Parameter& p : model.parameters()) {
+    if (std::strcmp(p.name, "projection") == 0) continue;  // sharded, not replicated
+    std::vector<unsigned char> bytes(p.value->bytes());
+    device.copy_to_host(bytes.data(), p.value->data<void>(), bytes.size());
+    for (unsigned char byte : bytes) hash = (hash ^ byte) * 0x100000001b3ull;  // FNV-1a
+  }
+  return hash;
+}
+
+// Whether every process's replica hashes the same: one all-reduce (MAX) of {h, ~h}, since
+// max over ranks of ~h is ~(min of h). The buffer lives on the device (NCCL wants that).
+bool replicas_agree(const sy_comm& comm, Model& model, const Device& device) {
+  const uint64_t hash = replica_hash(model, device);
+  const int64_t local[2] = {static_cast<int64_t>(hash), static_cast<int64_t>(~hash)};
+  Tensor buffer(device, kInt64, {2});
+  device.copy_from_host(buffer.data<void>(), local, sizeof local);
+  sy_error err{};
+  err.struct_size = sizeof err;
+  const sy_status status = comm.all_reduce(comm.ctx, buffer.data<void>(), buffer.data<void>(), 2,
+                                           kInt64, SY_REDUCE_MAX, device.stream(), &err);
+  if (status != SY_OK) {
+    throw Error(status, "rank " + std::to_string(comm.rank) + ": all-reduce (max) of the "
+                        "replica hashes failed: " + err.message);
+  }
+  int64_t reduced[2];
+  device.copy_to_host(reduced, buffer.data<void>(), sizeof reduced);
+  return reduced[0] == ~reduced[1];  // max == min
 }
 
 }  // namespace
@@ -58,26 +113,50 @@ struct Trainer::Impl {
   std::vector<VocabShard> shards;
   Setting norm_kind;
   int threads_per_rank = 1;
-  std::unique_ptr<ThreadGroup> group;  // only for tp > 1
-  std::vector<std::unique_ptr<Device>> devices;  // one per rank
+  std::unique_ptr<ThreadGroup> group;  // only for tp > 1 as threads
+  // The ranks this process runs (all of them, or its process rank), and per local rank:
+  std::vector<int32_t> ranks;
+  std::vector<std::unique_ptr<Device>> devices;
   std::vector<std::unique_ptr<Model>> models;
   std::vector<std::unique_ptr<Optimizer>> optimizers;
+  std::vector<std::string> rank_device_names;  // every rank's, in rank order
   BackendInfo cross_entropy_backend;
   BackendInfo norm_backend;
 };
 
 Trainer::Trainer(const Runtime& runtime, TrainOptions options) : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
-  validate(options);
+  validate_options(options);
   if (options.learning_rate == 0) options.learning_rate = default_learning_rate(options.optimizer);
   s.options = options;
+  const bool as_processes = options.process_rank >= 0;
 
   // The device first: when it cannot be used, nothing else matters.
   const DeviceRequest device_request = parse_device(options.device);
+  if (device_request.type == kDLCUDA && options.tp > 1 && !as_processes) {
+    throw Error(SY_ERR_INVALID_ARGUMENT,
+                "--device " + options.device + " --tp " + std::to_string(options.tp) +
+                    ": on CUDA every rank is a process of its own (one per GPU, joined by "
+                    "NCCL); `switchyard train` starts them. A Trainer runs them only one rank "
+                    "per process (TrainOptions::process_rank and process_comm).");
+  }
   const int cores = std::max(1u, std::thread::hardware_concurrency());
-  s.threads_per_rank = options.threads > 0 ? options.threads : std::max(1, cores / options.tp);
+  const int ranks_here = as_processes ? 1 : options.tp;
+  s.threads_per_rank = options.threads > 0 ? options.threads : std::max(1, cores / ranks_here);
   for (int32_t r = 0; r < options.tp; ++r) {
-    s.devices.push_back(open_device(device_request, s.threads_per_rank));
+    if (as_processes && r != options.process_rank) continue;
+    s.ranks.push_back(r);
+  }
+  for (int32_t r = 0; r < options.tp; ++r) {
+    // On CUDA, rank r computes on the device after the requested one by r.
+    DeviceRequest rank_request = device_request;
+    if (device_request.type == kDLCUDA) rank_request.index = device_request.index + r;
+    s.rank_device_names.push_back(device_request.type == kDLCUDA
+                                      ? "cuda:" + std::to_string(rank_request.index)
+                                      : "cpu");
+    if (std::find(s.ranks.begin(), s.ranks.end(), r) != s.ranks.end()) {
+      s.devices.push_back(open_device(rank_request, s.threads_per_rank));
+    }
   }
 
   if (options.vocab == 0) {
@@ -96,19 +175,23 @@ Trainer::Trainer(const Runtime& runtime, TrainOptions options) : impl_(std::make
   s.config.seed = options.seed;
   s.shards = split_vocab(s.config.vocab, options.tp);
 
-  // Bind every rank's backends before any thread starts: a backend that is missing or cannot
-  // serve the problem fails here, at selection, not mid-step.
+  // Bind every local rank's backends before any rank starts: a backend that is missing or
+  // cannot serve the problem fails here, at selection, not mid-step.
   const DLDevice dl_device = s.devices.front()->dl_device();
   const Norm norm = runtime.norm(norm_problem(s.config, dl_device));
   s.norm_backend = norm.backend();
-  if (options.tp > 1) s.group = std::make_unique<ThreadGroup>(options.tp, kCollectiveTimeoutMs);
-  for (int32_t r = 0; r < options.tp; ++r) {
+  if (options.tp > 1 && !as_processes) {
+    s.group = std::make_unique<ThreadGroup>(options.tp, kCollectiveTimeoutMs);
+  }
+  for (size_t local = 0; local < s.ranks.size(); ++local) {
+    const int32_t r = s.ranks[local];
     const VocabShard shard = s.shards[static_cast<size_t>(r)];
+    const Device& device = *s.devices[local];
     CrossEntropy ce = runtime.cross_entropy(
-        cross_entropy_problem(s.config, shard, options.tp, dl_device));
-    if (r == 0) s.cross_entropy_backend = ce.backend();
-    const sy_comm* comm = s.group ? s.group->comm(r) : nullptr;
-    const Device& device = *s.devices[static_cast<size_t>(r)];
+        cross_entropy_problem(s.config, shard, options.tp, device.dl_device()));
+    if (local == 0) s.cross_entropy_backend = ce.backend();
+    const sy_comm* comm = as_processes ? options.process_comm
+                                       : (s.group ? s.group->comm(r) : nullptr);
     s.models.push_back(std::make_unique<Model>(device, s.config, shard, std::move(ce), norm, comm));
     s.optimizers.push_back(make_optimizer(options.optimizer, options.learning_rate, device));
   }
@@ -118,15 +201,16 @@ Trainer::~Trainer() = default;
 
 TrainResult Trainer::run(const TrainCallbacks& callbacks) {
   Impl& s = *impl_;
-  const int32_t tp = s.options.tp;
+  const size_t local_ranks = s.ranks.size();
   const int64_t steps = s.options.steps;
   TrainResult result;
-  std::vector<std::exception_ptr> failures(static_cast<size_t>(tp));
+  std::vector<std::exception_ptr> failures(local_ranks);
 
-  auto rank_loop = [&](int32_t rank) {
+  auto rank_loop = [&](size_t local) {
     try {
-      Model& model = *s.models[static_cast<size_t>(rank)];
-      Optimizer& optimizer = *s.optimizers[static_cast<size_t>(rank)];
+      const bool reports = s.ranks[local] == 0;  // rank 0 logs, wherever it runs
+      Model& model = *s.models[local];
+      Optimizer& optimizer = *s.optimizers[local];
       const std::vector<Parameter> params = model.parameters();
       Batch batch;
       double interval_sum = 0;
@@ -136,7 +220,7 @@ TrainResult Trainer::run(const TrainCallbacks& callbacks) {
         s.data->fill_batch(s.options.seed, step, s.options.batch, batch);
         const double loss = model.forward_backward(batch);
         optimizer.step(params);
-        if (rank != 0) continue;
+        if (!reports) continue;
         interval_sum += loss;
         ++interval_steps;
         if (callbacks.on_step) callbacks.on_step(step, loss);
@@ -149,17 +233,17 @@ TrainResult Trainer::run(const TrainCallbacks& callbacks) {
         }
       }
     } catch (...) {
-      failures[static_cast<size_t>(rank)] = std::current_exception();
+      failures[local] = std::current_exception();
     }
   };
 
   const auto start = std::chrono::steady_clock::now();
-  if (tp == 1) {
+  if (local_ranks == 1) {
     rank_loop(0);
   } else {
-    std::vector<std::thread> ranks;
-    for (int32_t r = 0; r < tp; ++r) ranks.emplace_back(rank_loop, r);
-    for (std::thread& t : ranks) t.join();
+    std::vector<std::thread> threads;
+    for (size_t local = 0; local < local_ranks; ++local) threads.emplace_back(rank_loop, local);
+    for (std::thread& t : threads) t.join();
   }
   const auto stop = std::chrono::steady_clock::now();
 
@@ -186,13 +270,17 @@ TrainResult Trainer::run(const TrainCallbacks& callbacks) {
   result.tokens_per_second =
       result.seconds > 0 ? static_cast<double>(result.tokens) / result.seconds : 0.0;
 
-  for (int32_t r = 1; r < tp; ++r) {
+  if (s.options.process_rank >= 0) {
+    result.replicas_identical =
+        s.options.tp == 1 || replicas_agree(*s.options.process_comm, *s.models[0], *s.devices[0]);
+    return result;
+  }
+  for (size_t r = 1; r < local_ranks; ++r) {
     auto reference = s.models[0]->parameters();
-    auto replica = s.models[static_cast<size_t>(r)]->parameters();
+    auto replica = s.models[r]->parameters();
     for (size_t i = 0; i < reference.size(); ++i) {
       if (std::strcmp(reference[i].name, "projection") == 0) continue;  // sharded, not replicated
-      if (!same_bytes(*reference[i].value, *replica[i].value, *s.devices[0],
-                      *s.devices[static_cast<size_t>(r)])) {
+      if (!same_bytes(*reference[i].value, *replica[i].value, *s.devices[0], *s.devices[r])) {
         result.replicas_identical = false;
       }
     }
@@ -209,5 +297,7 @@ const BackendInfo& Trainer::norm_backend() const { return impl_->norm_backend; }
 const Setting& Trainer::norm_kind() const { return impl_->norm_kind; }
 int Trainer::threads_per_rank() const { return impl_->threads_per_rank; }
 std::string Trainer::device_name() const { return impl_->devices.front()->name(); }
+std::vector<std::string> Trainer::rank_device_names() const { return impl_->rank_device_names; }
+bool Trainer::ranks_are_processes() const { return impl_->options.process_rank >= 0; }
 
 }  // namespace switchyard::lm_head

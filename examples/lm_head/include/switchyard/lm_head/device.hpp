@@ -1,6 +1,5 @@
-// Where the LM head's buffers live and its kernels run. The CPU is the only device with an
-// implementation today; a CUDA device is one more subclass (allocation, copies, Kernels) and
-// nothing in the model, optimizer or trainer has to change.
+// Where the LM head's buffers live and its kernels run: the CPU (cpu_kernels.cpp) or one CUDA
+// GPU (cuda/). The model, optimizer and trainer only talk to this interface.
 #ifndef SWITCHYARD_LM_HEAD_DEVICE_HPP
 #define SWITCHYARD_LM_HEAD_DEVICE_HPP
 
@@ -24,7 +23,8 @@ class Device {
   virtual void copy_from_host(void* device_dst, const void* host_src, size_t bytes) const = 0;
   virtual void copy_to_host(void* host_dst, const void* device_src, size_t bytes) const = 0;
   virtual const Kernels& kernels() const = 0;
-  // Handed to the plugins with every call (a cudaStream_t on CUDA; NULL on the CPU).
+  // Handed to the plugins with every call (a cudaStream_t on CUDA; NULL on the CPU). Kernels
+  // and plugins are enqueued on it; copies and Kernels::mean wait for it.
   virtual void* stream() const { return nullptr; }
 };
 
@@ -38,9 +38,9 @@ struct DeviceRequest {
 // "cpu", "cuda" or "cuda:<index>". Throws switchyard::Error(SY_ERR_INVALID_ARGUMENT).
 DeviceRequest parse_device(const std::string& text);
 
-// The device a rank computes on. `threads` is the number of CPU threads its kernels may use.
-// Throws switchyard::Error(SY_ERR_UNAVAILABLE) with the reason when the device cannot be
-// used here (today: any CUDA device).
+// The device a rank computes on. `threads` is the number of CPU threads its kernels may use
+// (the CPU only). Throws switchyard::Error(SY_ERR_UNAVAILABLE) with the reason when the
+// device cannot be used here: no CUDA driver or device, no such index, a build without CUDA.
 std::unique_ptr<Device> open_device(const DeviceRequest& request, int threads);
 
 // A CPU device whose kernels use up to `threads` threads.

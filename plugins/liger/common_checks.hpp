@@ -1,0 +1,43 @@
+// Checks and small conversions shared by liger's cross-entropy and norm validation. Overlap
+// detection comes from plugins/native/tensor_layout (compiled into this plugin, not copied).
+#ifndef SWITCHYARD_LIGER_COMMON_CHECKS_HPP
+#define SWITCHYARD_LIGER_COMMON_CHECKS_HPP
+
+#include "kernels/launch.hpp"
+
+#include <dlpack/dlpack.h>
+
+#include <cstdint>
+#include <string>
+
+namespace switchyard::liger {
+
+// The kernels index a block per row with a 32-bit grid.
+constexpr int64_t kMaxRows = 2147483647;
+
+std::string str(int64_t value);
+std::string real(float value);  // "%g"
+std::string hex(uint32_t value);
+[[noreturn]] void invalid(const std::string& message);
+
+// UNSUPPORTED unless `device` is a CUDA device (problem.device).
+void require_cuda_problem_device(DLDevice device);
+// UNSUPPORTED unless float32, bfloat16 or float16; `field` names the problem field.
+void require_data_dtype(DLDataType dtype, const char* field);
+// UNSUPPORTED for more rows than one grid dimension holds.
+void require_row_count(int64_t rows);
+// INVALID_ARGUMENT unless the workspace covers `required` bytes, is set and 16-byte aligned.
+void require_workspace(const void* workspace, int64_t workspace_bytes, int64_t required);
+
+// The kernel dtype of a data dtype that passed require_data_dtype.
+Dt to_dt(DLDataType dtype);
+// 16-byte accesses are legal: data 16-byte aligned and (2-D) a row stride of 16-byte multiples.
+bool aligned16(const DLTensor& tensor);
+// The row stride of a 2-D tensor in elements (compact when strides is NULL).
+int64_t stride_of(const DLTensor& tensor);
+const void* data_of(const DLTensor& tensor);
+void* data_of(DLTensor& tensor);
+
+}  // namespace switchyard::liger
+
+#endif
