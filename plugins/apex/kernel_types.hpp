@@ -8,9 +8,14 @@
 // Functions the kernels run per thread and the CPU tests run per emulated thread.
 #if defined(__CUDACC__)
 #define SY_APEX_HD __host__ __device__ __forceinline__
-#define SY_APEX_UNROLL _Pragma("unroll")
 #else
 #define SY_APEX_HD inline
+#endif
+// Unrolled in device code (register arrays must be indexed by constants); the host compilers
+// (g++, nvcc's host pass) see no pragma.
+#if defined(__CUDA_ARCH__)
+#define SY_APEX_UNROLL _Pragma("unroll")
+#else
 #define SY_APEX_UNROLL
 #endif
 

@@ -86,23 +86,16 @@ __device__ __forceinline__ float2 row_sum2(float2 s, int warps, float2 (*slots)[
 
 // ---- forward --------------------------------------------------------------------------------
 
-// Writes mean/rstd of a row and returns (mean used for x̂, rstd). LayerNorm: Welford; RMS/L2:
-// the mean of squares.
-__device__ __forceinline__ float2 finish_statistics(const ForwardParams& p, int64_t row,
-                                                    WelfordStats welford, float sum_squares) {
-  const float h = static_cast<float>(p.hidden);
-  float mean = 0.0f, rstd;
-  if (p.kind == NormKind::Layer) {
-    mean = welford.mean;
-    rstd = rstd_of(welford.m2 / h, p.eps);
-  } else {
-    rstd = rstd_of(sum_squares / h, p.eps);
-  }
+// Writes mean/rstd of a row (thread 0 of its row group) and returns them.
+__device__ __forceinline__ RowStatistics finish_statistics(const ForwardParams& p, int64_t row,
+                                                           const WelfordStats& welford,
+                                                           float sum_squares) {
+  const RowStatistics stats = row_statistics(p.kind, welford, sum_squares, p.hidden, p.eps);
   if (threadIdx.x == 0) {
-    if (p.kind == NormKind::Layer) p.mean[row] = mean;
-    p.rstd[row] = rstd;
+    if (p.kind == NormKind::Layer) p.mean[row] = stats.mean;
+    p.rstd[row] = stats.rstd;
   }
-  return make_float2(mean, rstd);
+  return stats;
 }
 
 // Persistent: block b handles rows b·ROWS + y, then + gridDim.x·ROWS, …
@@ -126,8 +119,8 @@ __global__ void __launch_bounds__(THREADS* ROWS) forward_fast_kernel(const Forwa
     } else {
       sum_squares = row_sum2(make_float2(thread.sum_squares(), 0.0f), kWarps, sum_slots, parity).x;
     }
-    const float2 stats = finish_statistics(p, row, welford, sum_squares);
-    thread.store(p, row, t, THREADS, stats.x, stats.y);
+    const RowStatistics stats = finish_statistics(p, row, welford, sum_squares);
+    thread.store(p, row, t, THREADS, stats.mean, stats.rstd);
   }
 }
 
@@ -153,8 +146,8 @@ __global__ void __launch_bounds__(1024) forward_general_kernel(const ForwardPara
                    parity)
               .x;
     }
-    const float2 stats = finish_statistics(p, row, welford, sum_squares);
-    Thread::store(p, row, t, threads, stats.x, stats.y);
+    const RowStatistics stats = finish_statistics(p, row, welford, sum_squares);
+    Thread::store(p, row, t, threads, stats.mean, stats.rstd);
   }
 }
 
@@ -170,7 +163,6 @@ __global__ void __launch_bounds__(THREADS* ROWS) backward_fused_kernel(const Bac
   __shared__ float2 sum_slots[2][kMaxWarps];
   int parity = 0;
   const int t = threadIdx.x;
-  const float h = static_cast<float>(p.hidden);
   for (int64_t chunk = static_cast<int64_t>(blockIdx.x) * ROWS + threadIdx.y; chunk < p.chunks;
        chunk += static_cast<int64_t>(gridDim.x) * ROWS) {
     BackwardFusedThread<T, CPT, LAYER> thread;
@@ -184,7 +176,8 @@ __global__ void __launch_bounds__(THREADS* ROWS) backward_fused_kernel(const Bac
       float2 sums;
       thread.accumulate(p, t, THREADS, mean, rstd, sums.x, sums.y);
       sums = row_sum2(sums, kWarps, sum_slots, parity);
-      thread.store_dx(p, row, t, THREADS, mean, rstd, LAYER ? sums.x / h : 0.0f, sums.y / h);
+      const DxCoefficients k = dx_coefficients(p.kind, sums.x, sums.y, p.hidden);
+      thread.store_dx(p, row, t, THREADS, mean, rstd, k.centre, k.slope);
     }
     thread.write_partials(p, chunk, t, THREADS);
   }
@@ -197,8 +190,6 @@ __global__ void __launch_bounds__(1024) backward_dx_kernel(const BackwardParams 
   const int t = threadIdx.x;
   const int threads = blockDim.x;
   const int warps = threads / 32;
-  const float h = static_cast<float>(p.hidden);
-  const bool layer = p.kind == NormKind::Layer;
   using Thread = BackwardGeneralThread<Tx, Ty, Tin>;
   for (int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; row < p.rows;
        row += static_cast<int64_t>(gridDim.x) * blockDim.y) {
@@ -207,7 +198,8 @@ __global__ void __launch_bounds__(1024) backward_dx_kernel(const BackwardParams 
     float2 sums;
     Thread::sums(p, row, t, threads, mean, rstd, sums.x, sums.y);
     sums = row_sum2(sums, warps, sum_slots, parity);
-    Thread::store_dx(p, row, t, threads, mean, rstd, layer ? sums.x / h : 0.0f, sums.y / h);
+    const DxCoefficients k = dx_coefficients(p.kind, sums.x, sums.y, p.hidden);
+    Thread::store_dx(p, row, t, threads, mean, rstd, k.centre, k.slope);
   }
 }
 
@@ -223,18 +215,6 @@ __global__ void __launch_bounds__(kColumnThreads) column_partials_kernel(const B
     if (c < column_chunks) column_partial<Ty, Tin>(p, w / tiles, c);
   }
 }
-
-struct FinalParams {
-  int64_t hidden = 0;
-  int64_t chunks = 0;
-  Dtype dtype = Dtype::F32;
-  bool accumulate = false;
-  const float* partial[2] = {nullptr, nullptr};  // dγ, dβ partials (NULL: not wanted)
-  void* out[2] = {nullptr, nullptr};             // dweight, dbias
-};
-
-// blockDim = (kFinalColumns, kFinalLanes); blockIdx.y picks dγ (0) or dβ (1).
-__global__ void __launch_bounds__(kFinalColumns* kFinalLanes) final_sums_kernel(const FinalParams p);
 
 // ---- launching ------------------------------------------------------------------------------
 

@@ -76,11 +76,12 @@ constexpr int kFinalColumns = 32;
 
 // Rows are cut into chunks of `rows_per_chunk` consecutive rows (the last may be shorter);
 // dγ/dβ are summed over a chunk's rows in row order, then over chunks in chunk order. The
-// number of chunks is at most partial_limit(hidden): enough to spread the backward over the
-// GPU, few enough that the fp32 partial sums stay about 16 MiB or less.
+// number of chunks is at most partial_limit(hidden): up to 1024, enough to spread the backward
+// over the GPU, and few enough that a region of fp32 partial sums stays within 8 MiB
+// (2^21 floats; one chunk when a single row is larger).
 inline int64_t partial_limit(int64_t hidden) {
   int64_t limit = (int64_t{1} << 21) / hidden;
-  if (limit < 64) limit = 64;
+  if (limit < 1) limit = 1;
   if (limit > 1024) limit = 1024;
   return limit;
 }

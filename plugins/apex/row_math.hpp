@@ -52,6 +52,31 @@ SY_APEX_HD float backward_mean(const BackwardParams& p, int64_t row) {
   return p.kind == NormKind::Layer && !p.memory_efficient ? p.mean[row] : 0.0f;
 }
 
+// A row's (mean, rstd) from its merged statistics: Welford for LayerNorm, the sum of squares
+// for RMS/L2 (whose x̂ uses mean = 0).
+struct RowStatistics {
+  float mean;
+  float rstd;
+};
+SY_APEX_HD RowStatistics row_statistics(NormKind kind, const WelfordStats& welford,
+                                        float sum_squares, int64_t hidden, float eps) {
+  const float h = static_cast<float>(hidden);
+  if (kind == NormKind::Layer) return RowStatistics{welford.mean, rstd_of(welford.m2 / h, eps)};
+  return RowStatistics{0.0f, rstd_of(sum_squares / h, eps)};
+}
+
+// dx = rstd·(γ·dy − centre − x̂·slope): centre = mean(γ·dy) for LayerNorm (0 otherwise),
+// slope = mean(γ·dy·x̂), from the row's sums.
+struct DxCoefficients {
+  float centre;
+  float slope;
+};
+SY_APEX_HD DxCoefficients dx_coefficients(NormKind kind, float sum_gh, float sum_gh_xhat,
+                                          int64_t hidden) {
+  const float h = static_cast<float>(hidden);
+  return DxCoefficients{kind == NormKind::Layer ? sum_gh / h : 0.0f, sum_gh_xhat / h};
+}
+
 // ---- forward, fast path: the row in registers -----------------------------------------------
 
 template <class T, int CPT>

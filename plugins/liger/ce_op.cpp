@@ -76,18 +76,15 @@ void check_labels(const CeRows& r, const DLTensor& labels, unsigned long long* s
   check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (label check)");
   if (first_bad == ~0ull) return;
   const int64_t row = static_cast<int64_t>(first_bad);
-  int64_t label = 0;
-  if (r.labels64) {
-    check_cuda(cudaMemcpy(&label, sy::data_as<const int64_t>(labels) + row, sizeof label,
-                          cudaMemcpyDeviceToHost),
-               "cudaMemcpy (the refused label)");
-  } else {
-    int32_t label32 = 0;
-    check_cuda(cudaMemcpy(&label32, sy::data_as<const int32_t>(labels) + row, sizeof label32,
-                          cudaMemcpyDeviceToHost),
-               "cudaMemcpy (the refused label)");
-    label = label32;
-  }
+  int64_t label64 = 0;
+  int32_t label32 = 0;
+  void* label_out = r.labels64 ? static_cast<void*>(&label64) : static_cast<void*>(&label32);
+  const char* label_at = sy::data_as<const char>(labels) + row * (r.labels64 ? 8 : 4);
+  check_cuda(cudaMemcpyAsync(label_out, label_at, r.labels64 ? 8 : 4, cudaMemcpyDeviceToHost,
+                             stream),
+             "cudaMemcpyAsync (the refused label)");
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (the refused label)");
+  const int64_t label = r.labels64 ? label64 : label32;
   invalid("labels[" + str(row) + "] = " + str(label) + " is outside the vocabulary [0, " +
           str(r.vocab_size) + ")" +
           (r.use_ignore_index ? " and is not ignore_index = " + str(r.ignore_index)

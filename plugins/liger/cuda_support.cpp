@@ -47,9 +47,14 @@ void require_usable_device() {
   const cudaError_t counted = cudaGetDeviceCount(&count);
   if (counted != cudaSuccess) {
     (void)cudaGetLastError();
+    const std::string forked =
+        counted == cudaErrorInitializationError
+            ? " (also the error of a process forked from one that had already initialised "
+              "CUDA)"
+            : "";
     sy::fail(SY_ERR_UNAVAILABLE,
              "no usable CUDA driver or device: cudaGetDeviceCount failed with " +
-                 cuda_error_text(counted) +
+                 cuda_error_text(counted) + forked +
                  "; liger runs on NVIDIA GPUs of compute capability 9.0 or newer with a driver "
                  "for CUDA " + std::to_string(CUDART_VERSION / 1000) + "." +
                  std::to_string(CUDART_VERSION % 1000 / 10) +

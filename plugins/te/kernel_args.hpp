@@ -62,7 +62,8 @@ struct NormForwardArgs {
   void* residual_out = nullptr;
   float* mean = nullptr;  // LayerNorm only
   float* rstd = nullptr;
-  int64_t x_stride = 0, residual_stride = 0, y_stride = 0, residual_out_stride = 0;
+  // Distance between rows, in bytes.
+  int64_t x_row_bytes = 0, residual_row_bytes = 0, y_row_bytes = 0, residual_out_row_bytes = 0;
   int64_t rows = 0, hidden = 0;
   int32_t kind = 0;  // sy_norm_kind
   DType x_dtype = DType::F32, y_dtype = DType::F32, weight_dtype = DType::F32;
@@ -85,7 +86,8 @@ struct NormBackwardArgs {
   void* dx = nullptr;
   float* partial_gamma = nullptr;  // [chunk_count][hidden]; NULL: dweight not requested
   float* partial_beta = nullptr;   // [chunk_count][hidden]; NULL: dbias not requested
-  int64_t dy_stride = 0, x_or_y_stride = 0, d_residual_out_stride = 0, dx_stride = 0;
+  // Distance between rows, in bytes.
+  int64_t dy_row_bytes = 0, x_or_y_row_bytes = 0, d_residual_out_row_bytes = 0, dx_row_bytes = 0;
   int64_t rows = 0, hidden = 0;
   int64_t rows_per_chunk = 1, chunk_count = 0;
   int32_t kind = 0;

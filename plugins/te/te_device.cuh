@@ -130,7 +130,7 @@ __device__ __forceinline__ bool aligned_to(const void* p, unsigned bytes) {
 
 // The alignment a pack of N elements of D needs for the vector path.
 template <DType D, int N>
-constexpr unsigned pack_alignment() {
+__host__ __device__ constexpr unsigned pack_alignment() {
   return sizeof(Pack<D, N>) >= 16 ? 16u : static_cast<unsigned>(sizeof(Pack<D, N>));
 }
 

@@ -13,9 +13,13 @@
 
 #if defined(__CUDACC__)
 #define TE_HD __host__ __device__ __forceinline__
-#define TE_UNROLL _Pragma("unroll")
 #else
 #define TE_HD inline
+#endif
+// Unrolling is asked of the device compiler only (the host compiler does not know the pragma).
+#if defined(__CUDA_ARCH__)
+#define TE_UNROLL _Pragma("unroll")
+#else
 #define TE_UNROLL
 #endif
 

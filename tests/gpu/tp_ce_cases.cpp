@@ -4,7 +4,7 @@
 // reference `switchyard check` uses, not a second one.
 #include "tp_ce_cases.hpp"
 
-#include "device_buffer.hpp"
+#include "gpu_tensor.hpp"
 
 #include <switchyard/conformance/compare.hpp>
 #include <switchyard/conformance/reference_ce.hpp>
@@ -21,45 +21,7 @@ namespace {
 
 namespace conf = switchyard::conformance;
 
-constexpr DLDataType kF32{kDLFloat, 32, 1};
-constexpr DLDataType kBF16{kDLBfloat, 16, 1};
-constexpr DLDataType kF16{kDLFloat, 16, 1};
-constexpr DLDataType kI32{kDLInt, 32, 1};
-constexpr DLDataType kI64{kDLInt, 64, 1};
 constexpr int64_t kArgmaxPoison = -7777;
-
-bool same(DLDataType a, DLDataType b) { return a.code == b.code && a.bits == b.bits; }
-const char* short_name(DLDataType d) {
-  return same(d, kF32) ? "f32" : same(d, kBF16) ? "bf16" : same(d, kF16) ? "f16" : "?";
-}
-size_t element_bytes(DLDataType d) { return d.bits / 8; }
-
-// splitmix64: the same numbers on every rank.
-class Random {
- public:
-  explicit Random(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double uniform(double low, double high) {
-    return low + (high - low) * static_cast<double>(next() >> 11) * 0x1.0p-53;
-  }
-  int64_t integer(int64_t low, int64_t high) {
-    return low + static_cast<int64_t>(next() % static_cast<uint64_t>(high - low));
-  }
-
- private:
-  uint64_t state_;
-};
-
-uint64_t seed_of(const std::string& name) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : name) h = (h ^ ch) * 1099511628211ull;
-  return h;
-}
 
 struct GlobalData {
   std::vector<double> logits;  // [N, V], representable in the logits dtype
@@ -70,7 +32,7 @@ struct GlobalData {
 
 GlobalData make_data(const TpCase& c) {
   const int64_t n = c.rows, v = c.vocab;
-  Random random(seed_of(c.name));
+  Random random(c.name);
   GlobalData d;
   d.logits.resize(static_cast<size_t>(n * v));
   for (double& x : d.logits) x = conf::round_to_dtype(random.uniform(-4.0, 4.0), c.logits_dtype);
@@ -109,145 +71,11 @@ GlobalData make_data(const TpCase& c) {
   return d;
 }
 
-// ---- host images of device tensors ------------------------------------------------------
-
-void put(std::vector<unsigned char>& bytes, size_t k, DLDataType dtype, double value) {
-  unsigned char* at = bytes.data() + k * element_bytes(dtype);
-  if (same(dtype, kF32)) {
-    const float f = static_cast<float>(value);
-    std::memcpy(at, &f, 4);
-  } else if (same(dtype, kBF16)) {
-    const uint16_t h = sy::float_to_bf16(static_cast<float>(value));
-    std::memcpy(at, &h, 2);
-  } else if (same(dtype, kF16)) {
-    const uint16_t h = sy::float_to_f16(static_cast<float>(value));
-    std::memcpy(at, &h, 2);
-  } else if (same(dtype, kI64)) {
-    const int64_t x = static_cast<int64_t>(value);
-    std::memcpy(at, &x, 8);
-  } else {
-    const int32_t x = static_cast<int32_t>(value);
-    std::memcpy(at, &x, 4);
-  }
-}
-
-double get(const std::vector<unsigned char>& bytes, size_t k, DLDataType dtype) {
-  const unsigned char* at = bytes.data() + k * element_bytes(dtype);
-  if (same(dtype, kF32)) {
-    float f;
-    std::memcpy(&f, at, 4);
-    return f;
-  }
-  if (same(dtype, kBF16) || same(dtype, kF16)) {
-    uint16_t h;
-    std::memcpy(&h, at, 2);
-    return same(dtype, kBF16) ? sy::bf16_to_float(h) : sy::f16_to_float(h);
-  }
-  if (same(dtype, kI64)) {
-    int64_t x;
-    std::memcpy(&x, at, 8);
-    return static_cast<double>(x);
-  }
-  int32_t x;
-  std::memcpy(&x, at, 4);
-  return x;
-}
-
-// A tensor on this rank's GPU: [rows] or [rows, cols] with a row stride, NaN/sentinel padding.
-struct Tensor {
-  DLDataType dtype{};
-  int64_t rows = 0, cols = 0, stride = 0;  // cols 0: 1-D
-  int64_t shape[2]{};
-  int64_t strides[2]{};
-  DeviceBuffer memory;
-  DLTensor tensor{};
-
-  Tensor(DLDataType type, int64_t n, int64_t c, int64_t row_stride, int32_t device)
-      : dtype(type), rows(n), cols(c), stride(c == 0 ? 1 : std::max(row_stride, c)),
-        memory(static_cast<size_t>(std::max<int64_t>(1, n * (c == 0 ? 1 : stride))) *
-               element_bytes(type)) {
-    shape[0] = n;
-    shape[1] = c;
-    strides[0] = stride;
-    strides[1] = 1;
-    tensor.data = memory.data();
-    tensor.device = DLDevice{kDLCUDA, device};
-    tensor.ndim = c == 0 ? 1 : 2;
-    tensor.dtype = type;
-    tensor.shape = shape;
-    tensor.strides = c != 0 && stride != c ? strides : nullptr;
-    tensor.byte_offset = 0;
-  }
-  size_t slots() const { return memory.bytes() / element_bytes(dtype); }
-  size_t slot(int64_t i, int64_t j) const { return static_cast<size_t>(cols == 0 ? i : i * stride + j); }
-
-  // Every slot (padding included) = poison, then the logical elements from `values`.
-  void fill(const std::vector<double>& values, double poison) {
-    std::vector<unsigned char> bytes(memory.bytes());
-    for (size_t k = 0; k < slots(); ++k) put(bytes, k, dtype, poison);
-    const int64_t width = cols == 0 ? 1 : cols;
-    for (int64_t i = 0; i < rows && !values.empty(); ++i)
-      for (int64_t j = 0; j < width; ++j) put(bytes, slot(i, j), dtype, values[i * width + j]);
-    memory.upload(bytes);
-  }
-  std::vector<double> values() const {
-    const std::vector<unsigned char> bytes = memory.download();
-    const int64_t width = cols == 0 ? 1 : cols;
-    std::vector<double> out;
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < width; ++j) out.push_back(get(bytes, slot(i, j), dtype));
-    return out;
-  }
-  // The padding slots still hold NaN (nothing was written between rows).
-  bool padding_untouched() const {
-    if (cols == 0 || stride == cols) return true;
-    const std::vector<unsigned char> bytes = memory.download();
-    for (int64_t i = 0; i + 1 < rows; ++i)
-      for (int64_t j = cols; j < stride; ++j)
-        if (!std::isnan(get(bytes, slot(i, j), dtype))) return false;
-    return true;
-  }
-};
-
-std::vector<double> columns(const std::vector<double>& m, int64_t rows, int64_t vocab,
-                            int64_t start, int64_t width) {
-  std::vector<double> out;
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < width; ++j) out.push_back(m[i * vocab + start + j]);
-  return out;
-}
-
-double max_abs(const std::vector<double>& v) {
-  double m = 0;
-  for (double x : v) m = std::max(m, std::fabs(x));
-  return m;
-}
-
-class Failures {
- public:
-  void add(const std::string& what) { list_.push_back(what); }
-  void compare(const std::string& name, const std::vector<double>& got,
-               const std::vector<double>& expected, const conf::Tolerance& tolerance,
-               int64_t cols, const std::vector<double>* scale = nullptr) {
-    if (auto m = conf::find_mismatch(got, expected, tolerance, scale))
-      add(conf::describe_mismatch(name, *m, cols));
-  }
-  bool empty() const { return list_.empty(); }
-  std::string text() const {
-    std::string out;
-    for (const std::string& f : list_) out += (out.empty() ? "" : "; ") + f;
-    return out;
-  }
-
- private:
-  std::vector<std::string> list_;
-};
-
 std::string describe(const TpCase& c) {
   std::ostringstream d;
   d << "N=" << c.rows << " V=" << c.vocab << " Vp=" << c.split[0] << "+" << c.split[1]
     << " logits=" << short_name(c.logits_dtype) << " grad=" << short_name(c.grad_dtype)
-    << " labels=" << (same(c.label_dtype, kI32) ? "i32" : "i64");
+    << " labels=" << (same_dtype(c.label_dtype, kI32) ? "i32" : "i64");
   if (c.label_smoothing != 0)
     d << " alpha=" << c.label_smoothing
       << (c.smoothing == SY_SMOOTHING_PYTORCH ? "(pytorch)" : "(megatron)");
@@ -299,19 +127,19 @@ CaseResult run(const TpCase& c, const RankContext& context) {
   // Inputs.
   const int64_t logits_stride = c.strided ? vp + 3 : vp;
   const int64_t grad_stride = c.strided ? vp + 5 : vp;
-  Tensor logits(c.logits_dtype, n, vp, logits_stride, rank);
+  GpuTensor logits(c.logits_dtype, n, vp, logits_stride, rank);
   const std::vector<double> local_logits = columns(data.logits, n, v, start, vp);
   logits.fill(local_logits, nan);
-  const std::vector<unsigned char> logits_before = logits.memory.download();
-  Tensor labels(c.label_dtype, n, 0, 0, rank);
+  const std::vector<unsigned char> logits_before = logits.bytes();
+  GpuTensor labels(c.label_dtype, n, 0, 0, rank);
   labels.fill(std::vector<double>(data.labels.begin(), data.labels.end()), 0);
-  Tensor loss(kF32, n, 0, 0, rank), lse(kF32, n, 0, 0, rank), argmax_out(kI64, n, 0, 0, rank);
+  GpuTensor loss(kF32, n, 0, 0, rank), lse(kF32, n, 0, 0, rank), argmax_out(kI64, n, 0, 0, rank);
   loss.fill({}, nan);
   lse.fill({}, nan);
   argmax_out.fill({}, kArgmaxPoison);
-  Tensor grad_scale(kF32, n, 0, 0, rank);
+  GpuTensor grad_scale(kF32, n, 0, 0, rank);
   grad_scale.fill(data.grad_scale, 0);
-  Tensor forward_grad(c.grad_dtype, n, vp, grad_stride, rank);
+  GpuTensor forward_grad(c.grad_dtype, n, vp, grad_stride, rank);
   forward_grad.fill({}, nan);
   const int64_t workspace_bytes = op.workspace_size();
   DeviceBuffer workspace(static_cast<size_t>(workspace_bytes));
@@ -320,13 +148,13 @@ CaseResult run(const TpCase& c, const RankContext& context) {
   sy_ce_forward_args f{};
   f.struct_size = sizeof f;
   f.problem = &p;
-  f.logits = &logits.tensor;
-  f.labels = &labels.tensor;
-  f.loss = &loss.tensor;
-  f.lse = &lse.tensor;
-  f.argmax = argmax ? &argmax_out.tensor : nullptr;
-  f.grad_scale = grad_in_forward ? &grad_scale.tensor : nullptr;
-  f.grad_logits = grad_in_forward ? (c.grad_over_logits ? &logits.tensor : &forward_grad.tensor)
+  f.logits = logits.dl();
+  f.labels = labels.dl();
+  f.loss = loss.dl();
+  f.lse = lse.dl();
+  f.argmax = argmax ? argmax_out.dl() : nullptr;
+  f.grad_scale = grad_in_forward ? grad_scale.dl() : nullptr;
+  f.grad_logits = grad_in_forward ? (c.grad_over_logits ? logits.dl() : forward_grad.dl())
                                   : nullptr;
   f.workspace = workspace.data();
   f.workspace_bytes = workspace_bytes;
@@ -398,30 +226,30 @@ CaseResult run(const TpCase& c, const RankContext& context) {
       }
   }
   if (grad_in_forward) {
-    const Tensor& g = c.grad_over_logits ? logits : forward_grad;
+    const GpuTensor& g = c.grad_over_logits ? logits : forward_grad;
     const auto magnitude = columns(ref.grad_magnitude, n, v, start, vp);
     failures.compare("grad_logits (forward)", g.values(), columns(ref.grad, n, v, start, vp),
                      conf::elementwise_tolerance(c.grad_dtype, max_abs(ref.grad)), vp, &magnitude);
     if (!g.padding_untouched()) failures.add("forward wrote into the padding of grad_logits");
   }
-  if (!c.grad_over_logits && logits.memory.download() != logits_before)
+  if (!c.grad_over_logits && logits.bytes() != logits_before)
     failures.add("forward changed the logits (they must survive forward)");
 
   if (!grad_in_forward) {
     // Backward from the plugin's own lse, as a training step does.
-    Tensor grad_loss(kF32, n, 0, 0, rank);
+    GpuTensor grad_loss(kF32, n, 0, 0, rank);
     grad_loss.fill(data.grad_loss, 0);
-    Tensor backward_grad(c.grad_dtype, n, vp, grad_stride, rank);
+    GpuTensor backward_grad(c.grad_dtype, n, vp, grad_stride, rank);
     backward_grad.fill({}, nan);
-    Tensor& out = c.backward_in_place ? logits : backward_grad;
+    GpuTensor& out = c.backward_in_place ? logits : backward_grad;
     sy_ce_backward_args b{};
     b.struct_size = sizeof b;
     b.problem = &p;
-    b.logits = &logits.tensor;
-    b.labels = &labels.tensor;
-    b.lse = &lse.tensor;
-    b.grad_loss = &grad_loss.tensor;
-    b.grad_logits = &out.tensor;
+    b.logits = logits.dl();
+    b.labels = labels.dl();
+    b.lse = lse.dl();
+    b.grad_loss = grad_loss.dl();
+    b.grad_logits = out.dl();
     b.workspace = workspace.data();
     b.workspace_bytes = workspace_bytes;
     b.stream = context.stream;
@@ -436,7 +264,7 @@ CaseResult run(const TpCase& c, const RankContext& context) {
     failures.compare("grad_logits (backward)", out.values(), columns(rg.grad, n, v, start, vp),
                      conf::elementwise_tolerance(c.grad_dtype, max_abs(rg.grad)), vp, &magnitude);
     if (!out.padding_untouched()) failures.add("backward wrote into the padding of grad_logits");
-    if (!c.backward_in_place && logits.memory.download() != logits_before)
+    if (!c.backward_in_place && logits.bytes() != logits_before)
       failures.add("backward changed the logits");
   }
   return failures.empty() ? CaseResult{true, describe(c)}
@@ -479,7 +307,7 @@ std::vector<TpCase> tp_cases() {
     c.flags = SY_CE_IGNORE_INDEX;
     add("labels-i32", c);
     c = base;
-    c.grad_dtype = same(dtype, kF32) ? kBF16 : kF32;
+    c.grad_dtype = same_dtype(dtype, kF32) ? kBF16 : kF32;
     add(std::string("grad-") + short_name(c.grad_dtype), c);
     c = base;
     c.strided = true;

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# `switchyard train` on CUDA, checked against the CPU: for each case the CPU run is the
-# reference; `--device cuda` (--tp 1, and --tp 2 as two processes when there are 2 GPUs) must
-# log the same losses within 1e-4 relative, the loss must fall by at least 30 %, and the
+# `switchyard train` on CUDA, checked against the CPU. First the LM head's CUDA kernels against
+# its CPU kernels (test_lm_head_cuda, next to the binary, when built). Then, per case, the CPU
+# run is the reference; `--device cuda` (--tp 1, and --tp 2 as two processes when there are 2
+# GPUs) must log the same losses within 1e-4 relative, the loss must fall by at least 30 %, and the
 # replicated weights must end bit-identical across ranks. Also: a failing rank process is
 # reported (not hung on), and --tp above the GPU count is refused.
 #
 # usage: tests/train/gpu_train_check.sh [path/to/switchyard]
 #   default binary: $SWITCHYARD_BIN, else <repo>/build/bin/switchyard
 #   logs:           $SWITCHYARD_GPU_LOG_DIR (default: a new folder under /tmp), one file per run
-# Prints PASS / FAIL / SKIP lines; exits 0 (all passed), 1 (a failure) or 77 (no GPU: skipped).
+#   corpus:         <bin>/../share/switchyard/corpus.txt when it is there (the build tree, an
+#                   install); else the repository's *.md files, concatenated into the log folder
+#   kernel test:    <bin>/test_lm_head_cuda, or $SWITCHYARD_TEST_LM_HEAD_CUDA
+# Prints PASS / FAIL / SKIP lines and, last, "N passed, M failed, K skipped" (tests/gpu/run.sh
+# reads it); exits 0 (nothing failed), 1 (a failure) or 77 (no GPU: skipped).
 set -u
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -20,9 +25,13 @@ run_timeout=300
 tolerance=1e-4
 min_drop=0.30
 failures=0
+passes=0
+skips=0
 
-pass() { echo "PASS $*"; }
+pass() { echo "PASS $*"; passes=$((passes + 1)); }
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+skip() { echo "SKIP $*"; skips=$((skips + 1)); }
+totals() { echo "$passes passed, $failures failed, $skips skipped"; }
 
 if [[ ! -x "$bin" ]]; then
   echo "FAIL gpu_train_check: no switchyard binary at $bin (pass its path as the first argument)"
@@ -43,10 +52,19 @@ if [[ -n "${CUDA_VISIBLE_DEVICES+set}" ]]; then
   (( visible < gpus )) && gpus=$visible
 fi
 if (( gpus < 1 )); then
-  echo "SKIP gpu_train_check: no GPU visible (nvidia-smi lists none)"
+  skip "gpu_train_check: no GPU visible (nvidia-smi lists none)"
+  totals
   exit 77
 fi
 echo "gpu_train_check: $bin, $gpus GPU(s), logs in $logs"
+
+# The corpus cases need text: the shipped corpus, else the repository's documentation.
+corpus_args=()
+if [[ ! -f "$(dirname "$bin")/../share/switchyard/corpus.txt" ]]; then
+  cat "$repo"/README.md "$repo"/docs/*.md > "$logs/corpus.txt" 2> /dev/null
+  corpus_args=(--corpus "$logs/corpus.txt")
+  echo "gpu_train_check: no shipped corpus next to $bin; training on $logs/corpus.txt"
+fi
 
 # run NAME ARGS...: `switchyard train --json ARGS` -> $logs/NAME.json and NAME.err; returns
 # the exit code.
@@ -97,8 +115,7 @@ if problems:
     sys.exit(1)
 print(f"PASS {summary}")
 EOF
-  local rc=$?
-  (( rc != 0 )) && failures=$((failures + 1))
+  if (( $? == 0 )); then passes=$((passes + 1)); else failures=$((failures + 1)); fi
   return 0
 }
 
@@ -120,16 +137,34 @@ check_case() {
       fail "$case, --device cuda --tp $tp: exit code $?; $(tail -n 3 "$logs/$name.err" | tr '\n' ' ')"
     fi
   done
-  (( gpus < 2 )) && echo "SKIP $case, --device cuda --tp 2: one GPU"
+  (( gpus < 2 )) && skip "$case, --device cuda --tp 2: one GPU"
+  return 0
 }
 
-check_case corpus --steps 150 --log-every 25
+# The kernels first: a wrong kernel shows here by name, not as a loss that drifts.
+kernel_test="${SWITCHYARD_TEST_LM_HEAD_CUDA:-$(dirname "$bin")/test_lm_head_cuda}"
+if [[ -x "$kernel_test" ]]; then
+  timeout "$run_timeout" "$kernel_test" > "$logs/test_lm_head_cuda.log" 2>&1
+  rc=$?
+  if (( rc == 0 )); then
+    pass "test_lm_head_cuda: the CUDA kernels match the CPU kernels ($(grep -c 'WARNING' "$logs/test_lm_head_cuda.log") bit-exactness warning(s))"
+  elif (( rc == 77 )); then
+    skip "$(head -n 1 "$logs/test_lm_head_cuda.log" | sed 's/^SKIP //')"
+  else
+    fail "test_lm_head_cuda: exit $rc; see $logs/test_lm_head_cuda.log"
+  fi
+else
+  skip "test_lm_head_cuda: not found at $kernel_test (stage it next to switchyard)"
+fi
+
+check_case corpus --steps 150 --log-every 25 ${corpus_args[@]+"${corpus_args[@]}"}
 check_case synthetic-32001 --vocab 32001 --batch 256 --steps 100 --log-every 20
-check_case layernorm-sgd --normalization LayerNorm --optimizer sgd --steps 150 --log-every 25
+check_case layernorm-sgd --normalization LayerNorm --optimizer sgd --steps 150 --log-every 25 \
+  ${corpus_args[@]+"${corpus_args[@]}"}
 
 # Failures must be reported, never hung on.
 if (( gpus >= 2 )); then
-  run cuda-tp2-bad-backend --device cuda --tp 2 --norm nosuch --steps 5
+  run cuda-tp2-bad-backend --device cuda --tp 2 --norm nosuch --steps 5 ${corpus_args[@]+"${corpus_args[@]}"}
   rc=$?
   if (( rc == 1 )) && grep -q "nosuch" "$logs/cuda-tp2-bad-backend.err" &&
      python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if "error" in d else 1)' \
@@ -140,7 +175,7 @@ if (( gpus >= 2 )); then
   fi
 fi
 too_many=$((gpus + 1))
-run cuda-too-many --device cuda --tp "$too_many" --steps 5
+run cuda-too-many --device cuda --tp "$too_many" --steps 5 ${corpus_args[@]+"${corpus_args[@]}"}
 rc=$?
 if (( rc == 1 )) && grep -q "needs $too_many CUDA devices" "$logs/cuda-too-many.err"; then
   pass "--device cuda --tp $too_many on $gpus GPU(s): refused, naming the devices needed"
@@ -148,9 +183,7 @@ else
   fail "--device cuda --tp $too_many on $gpus GPU(s): exit $rc; see $logs/cuda-too-many.err"
 fi
 
-if (( failures > 0 )); then
-  echo "FAIL gpu_train_check: $failures check(s) failed; logs in $logs"
-  exit 1
-fi
-echo "PASS gpu_train_check: logs in $logs"
+echo "gpu_train_check: logs in $logs"
+totals
+(( failures == 0 )) || exit 1
 exit 0

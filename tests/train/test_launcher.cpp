@@ -169,7 +169,7 @@ TEST_CASE("launcher: when rank 0 fails first, the report points at its own messa
 TEST_CASE("launcher: ranks that fail on their own within the grace are not called stopped") {
   std::ostringstream forwarded;
   lm::LaunchSpec spec = shell_ranks(
-      2, {"sleep 0.2; exit 1", "echo 'error: same' >&2; exit 1"},
+      2, {"sleep 1; exit 1", "echo 'error: same' >&2; exit 1"},
       forwarded);
   spec.failure_grace_ms = 5000;
   const lm::LaunchResult result = lm::launch_ranks(spec);

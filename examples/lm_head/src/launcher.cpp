@@ -358,10 +358,11 @@ LaunchResult launch_ranks(const LaunchSpec& spec) {
       if (!child.running) continue;
       int status = 0;
       const pid_t done = ::waitpid(child.pid, &status, WNOHANG);
-      if (done != child.pid) continue;
+      if (done == 0 || (done < 0 && errno == EINTR)) continue;
       child.running = false;
       RankExit& exit = result.ranks[static_cast<size_t>(r)];
-      record_status(status, exit);
+      // done < 0: the status is lost (SIGCHLD ignored); it stays "exit code -1", a failure.
+      if (done == child.pid) record_status(status, exit);
       exit.stopped = child.signal_sent != 0 && !exit.succeeded();
       if (!exit.succeeded() && !exit.stopped) note_failure(r);
     }

@@ -1,25 +1,35 @@
 #include "kernel_args.hpp"
 
 #include <cstddef>
+#include <initializer_list>
+#include <stdexcept>
+#include <utility>
 
 namespace switchyard::fused::jit {
 namespace {
 
+// NVRTC has no offsetof, so the device side checks what pins the layout instead: every field
+// is 8 bytes and the struct is exactly 8 bytes per field (so no padding anywhere, fields in
+// declaration order). The host side checks the same of its offsets here.
 template <class Struct>
 void declare(std::string& out, const char* device_name,
              std::initializer_list<std::pair<const char*, const char*>> fields,
              std::initializer_list<size_t> offsets) {
+  size_t index = 0;
+  for (size_t offset : offsets)
+    if (offset != 8 * index++)
+      throw std::logic_error(std::string(device_name) + ": a field is not 8 bytes wide");
+  static_assert(alignof(Struct) == 8, "8-byte fields only");
+  if (sizeof(Struct) != 8 * fields.size())
+    throw std::logic_error(std::string(device_name) + ": padding in the kernel argument struct");
   out += "struct ";
   out += device_name;
   out += " {\n";
   for (const auto& [type, name] : fields) out += std::string("  ") + type + " " + name + ";\n";
   out += "};\n";
-  auto offset = offsets.begin();
-  for (const auto& field : fields) {
-    out += std::string("static_assert(__builtin_offsetof(") + device_name + ", " + field.second +
-           ") == " + std::to_string(*offset++) + ", \"host/device layout of " + device_name +
-           "::" + field.second + " differs\");\n";
-  }
+  for (const auto& field : fields)
+    out += std::string("static_assert(sizeof(") + device_name + "::" + field.second +
+           ") == 8, \"" + device_name + "::" + field.second + " must be 8 bytes, as on the host\");\n";
   out += std::string("static_assert(sizeof(") + device_name + ") == " +
          std::to_string(sizeof(Struct)) + ", \"host/device size of " + device_name +
          " differs\");\n";

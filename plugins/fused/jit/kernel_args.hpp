@@ -50,7 +50,6 @@ inline constexpr sy_i64 kCeTensorParallel = 2;  // tp_size > 1: argmax through a
   X(double, q_other)            /* s / V: target probability of a column that is not t */   \
   X(double, q_target)           /* (1 - s) + s / V: of the label's column */
 
-// Runtime bits of NormKernelArgs::flags (below).
 #define SY_NORM_KERNEL_ARGS(X)                                                                \
   X(const void*, x)             /* forward input rows */                                    \
   X(sy_i64, x_stride)           /* bytes */                                                 \
@@ -90,6 +89,7 @@ struct CeKernelArgs {
   SY_CE_KERNEL_ARGS(SY_KERNEL_ARGS_FIELD)
 };
 
+// Runtime bits of NormKernelArgs::flags.
 inline constexpr sy_i64 kNormHasBias = 1;
 inline constexpr sy_i64 kNormWantDWeight = 2;
 inline constexpr sy_i64 kNormWantDBias = 4;

@@ -322,7 +322,7 @@ __global__ void check_labels_kernel(CeRows r, unsigned long long* first_bad) {
 // kPartial: tensor parallel, write this rank's statistics to the scratch; else the row's
 // loss, lse and argmax.
 template <Dt L, bool kArgmax, bool kPartial>
-__global__ void __launch_bounds__(kMaxRowThreads)
+__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks)
     stats_kernel(CeRows r, CeForwardOut out, CeTpScratch tp) {
   __shared__ StateScratch scratch;
   const int64_t row = blockIdx.x;
@@ -348,7 +348,7 @@ __global__ void __launch_bounds__(kMaxRowThreads)
 }
 
 template <Dt L, Dt G, bool kArgmax>
-__global__ void __launch_bounds__(kMaxRowThreads)
+__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks)
     fused_kernel(CeRows r, CeForwardOut out, CeGradOut grad) {
   __shared__ StateScratch scratch;
   const int64_t row = blockIdx.x;
@@ -372,7 +372,7 @@ __global__ void __launch_bounds__(kMaxRowThreads)
 }
 
 template <Dt L, Dt G>
-__global__ void __launch_bounds__(kMaxRowThreads) gradient_kernel(CeRows r, CeGradOut grad) {
+__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks) gradient_kernel(CeRows r, CeGradOut grad) {
   const int64_t row = blockIdx.x;
   const RowLabel label = row_label(r, row);
   const float g = label.ignored ? 0.0f : grad.scale[row];

@@ -19,6 +19,9 @@ namespace switchyard::liger::device {
 
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr unsigned kFullMask = 0xffffffffu;
+// Row kernels keep two blocks of kMaxRowThreads per SM resident (<= 64 registers): enough
+// loads in flight to saturate HBM without relying on one block per SM.
+constexpr int kMinRowBlocks = 2;
 
 // 2^x with one MUFU.EX2 (max. relative error about 2 ulp); 2^-inf = +0, results below the
 // normal range flush to 0 (they are below 1e-38 and vanish in every sum they enter).

@@ -139,7 +139,7 @@ __device__ __forceinline__ void forward_row(const NormForwardArgs& a, float* scr
   }
 }
 
-__global__ void __launch_bounds__(kMaxRowThreads) forward_kernel(NormForwardArgs a) {
+__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks) forward_kernel(NormForwardArgs a) {
   __shared__ float scratch[32];
   if (a.aligned)
     forward_row<true>(a, scratch);
@@ -276,7 +276,7 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, float* 
   }
 }
 
-__global__ void __launch_bounds__(kMaxRowThreads) backward_kernel(NormBackwardArgs a) {
+__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks) backward_kernel(NormBackwardArgs a) {
   extern __shared__ float sums_smem[];
   __shared__ float scratch[64];
   if (a.aligned)
@@ -312,8 +312,11 @@ cudaError_t launch_norm_backward(const NormBackwardArgs& a, cudaStream_t stream)
   const int64_t shared = norm_backward_shared_bytes(a.hidden, a.dweight_partial != nullptr,
                                                     a.dbias_partial != nullptr);
   if (shared > 48 * 1024) {
-    const cudaError_t status = cudaFuncSetAttribute(
-        backward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
+    // Always the same (largest) value: concurrent calls with other hidden sizes never lower
+    // the limit between another call's attribute and its launch.
+    const cudaError_t status =
+        cudaFuncSetAttribute(backward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kMaxDynamicSharedBytes));
     if (status != cudaSuccess) return status;
   }
   backward_kernel<<<static_cast<unsigned>(norm_backward_blocks(a.rows)), a.threads,

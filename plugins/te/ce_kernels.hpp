@@ -1,0 +1,28 @@
+// Launchers of te's cross-entropy kernels (ce_kernels.cu). Each enqueues on `stream` (a
+// cudaStream_t) on the current device and throws sy::Failure when the launch fails; none
+// synchronises. rows must be in [1, 2^31 - 1] (one block per row).
+#ifndef SWITCHYARD_TE_CE_KERNELS_HPP
+#define SWITCHYARD_TE_CE_KERNELS_HPP
+
+#include "kernel_args.hpp"
+
+namespace switchyard::te {
+
+// Forward statistics. a.stats == NULL: writes lse, loss (and argmax) — tp_size 1. Otherwise
+// writes this rank's CeRowStats to a.stats[0, rows).
+void launch_ce_stats(const CeKernelArgs& a, DType logits, int threads, void* stream);
+
+// tp_size > 1: a.stats holds [tp_size][rows] gathered statistics; writes lse, loss, argmax.
+void launch_ce_merge(const CeKernelArgs& a, void* stream);
+
+// grad = row_scale * (softmax(logits) - q) with lse from a.lse_in, into a.grad.
+void launch_ce_grad(const CeKernelArgs& a, DType logits, DType grad, int threads, void* stream);
+
+// tp_size 1 grad in forward: lse, loss (argmax) and the gradient in one kernel. Keeps up to
+// wanted_slots chunks per thread in shared memory (fewer when `device` has less).
+void launch_ce_fused(const CeKernelArgs& a, DType logits, DType grad, int threads,
+                     int wanted_slots, int device, void* stream);
+
+}  // namespace switchyard::te
+
+#endif

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Every GPU check in one go, on the GPU machine (tests/gpu/README.md):
+#   1. environment   nvidia-smi, the staged programs' libraries (ldd: nothing "not found")
+#   2. doctor        switchyard doctor (text and --json)
+#   3. check-<name>  switchyard check <name> --device cuda, for every plugin declaring CUDA
+#   4. native-cuda   native_cuda_check: what the conformance cases do not reach (sizes,
+#                    multi-block dgamma, streams, refusals of host memory and wrong devices)
+#   5. comm-nccl     comm_nccl_gpu_check (libswitchyard-nccl on every GPU), when built
+#   6. tp2-nccl      tp_nccl_check: TP = 2 over NCCL, two processes (skipped with < 2 GPUs)
+# then ONE line "N passed, M failed, K skipped" over everything (cases where a step reports
+# cases, the step itself otherwise). Exit status 0 when nothing failed.
+#
+#   bash tests/gpu/run.sh LOG_DIR [STAGE_DIR]        (STAGE_DIR default: build-stage)
+#
+# LOG_DIR receives two files (the device tool brings back at most 8): gpu-tests.log (every
+# step's full output, in order) and gpu-summary.txt (the table and the summary line).
+set -u
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+logs=${1:?usage: bash tests/gpu/run.sh LOG_DIR [STAGE_DIR]}
+stage=${2:-$repo/build-stage}
+mkdir -p "$logs"
+logs=$(cd "$logs" && pwd)
+stage=$(cd "$stage" 2>/dev/null && pwd) || {
+  echo "run.sh: no stage folder ${2:-$repo/build-stage}; make it with tests/gpu/stage.sh and carry it" >&2
+  exit 2
+}
+step_timeout=${GPU_STEP_TIMEOUT:-900}
+
+# Never NVLink multicast (KINDS.md: it can take a shared host's GPUs out of service).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export LD_LIBRARY_PATH="$stage/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$stage/bin:$PATH"
+# Only the staged plugins (the default folder next to libswitchyard.so is the stage's own).
+unset SWITCHYARD_PLUGIN_PATH SWITCHYARD_PLUGIN_SYSTEM_PATH SWITCHYARD_CROSS_ENTROPY SWITCHYARD_NORM
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+all_log=$logs/gpu-tests.log
+summary=$logs/gpu-summary.txt
+: > "$all_log"
+rows=()
+total_pass=0 total_fail=0 total_skip=0
+
+# Counts of one step: its last "N passed, M failed, K skipped" line, or doctest's
+# "[doctest] test cases: T | P passed | F failed | S skipped"; else the exit status alone
+# (0 pass, 77 skip, anything else fail). A non-zero, non-77 exit always counts a failure.
+tally() {
+  local name=$1 rc=$2 out=$3 p=0 f=0 s=0 line
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -n 1)
+  if [[ -n $line ]]; then
+    read -r p _ f _ s _ <<< "$line"
+  elif line=$(grep -E '^\[doctest\] test cases:' "$out" | tail -n 1) && [[ -n $line ]]; then
+    p=$(sed -E 's/.*\| *([0-9]+) passed.*/\1/' <<< "$line")
+    f=$(sed -E 's/.*\| *([0-9]+) failed.*/\1/' <<< "$line")
+    s=$(sed -E 's/.*\| *([0-9]+) skipped.*/\1/' <<< "$line")
+  elif (( rc == 0 )); then
+    p=1
+  elif (( rc == 77 )); then
+    s=1
+  else
+    f=1
+  fi
+  if (( rc != 0 && rc != 77 && f == 0 )); then f=$((f + 1)); fi
+  total_pass=$((total_pass + p)) total_fail=$((total_fail + f)) total_skip=$((total_skip + s))
+  rows+=("$(printf '%-22s exit %-4s %5d passed %4d failed %4d skipped' "$name" "$rc" "$p" "$f" "$s")")
+}
+
+# run_step NAME COMMAND...: runs it under a timeout, its output into the combined log.
+run_step() {
+  local name=$1
+  shift
+  local out=$work/$name.log rc
+  echo "== $name: $* ($(date -u +%H:%M:%S))"
+  if declare -F "$1" > /dev/null; then
+    ("$@") > "$out" 2>&1  # a function of this script (quick, no timeout needed)
+  else
+    timeout --kill-after=30 "$step_timeout" "$@" > "$out" 2>&1
+  fi
+  rc=$?
+  (( rc == 124 || rc == 137 )) && echo "run.sh: $name timed out after $step_timeout s" >> "$out"
+  {
+    printf '\n======== %s (exit %s): %s\n' "$name" "$rc" "$*"
+    cat "$out"
+  } >> "$all_log"
+  tally "$name" "$rc" "$out"
+  echo "   exit $rc; ${rows[-1]}"
+}
+
+environment() {
+  set +e
+  uname -a
+  nvidia-smi -L || echo "nvidia-smi failed"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv
+  echo "stage: $stage"
+  cat "$stage/MANIFEST"
+  local missing=0 f
+  for f in "$stage"/bin/* "$stage"/lib/*.so* "$stage"/lib/switchyard/plugins/*.so; do
+    [[ -f $f ]] || continue
+    echo "-- ldd $(basename "$f")"
+    ldd "$f" | sed 's/^/   /'
+    if ldd "$f" | grep -q 'not found'; then
+      echo "MISSING: $(basename "$f") needs a library that is not found"
+      missing=1
+    fi
+  done
+  return $missing
+}
+
+# Plugins that declare CUDA for either family, from `switchyard list --json`.
+cuda_plugins() {
+  switchyard list --json 2> "$work/list.err" | python3 -c '
+import json, sys
+doc = json.load(sys.stdin)
+seen = []
+for location in doc.get("search_path", []):
+    for c in location.get("candidates", []):
+        families = c.get("families", {}) or {}
+        devices = set()
+        for f in families.values():
+            devices.update((f or {}).get("devices", []))
+        if "cuda" in devices and c.get("name") and c["name"] not in seen:
+            seen.append(c["name"])
+print("\n".join(seen))
+'
+}
+
+run_step environment environment
+run_step doctor bash -c 'switchyard doctor; rc=$?; echo; echo "---- doctor --json"; switchyard doctor --json; exit $rc'
+
+plugins=$(cuda_plugins)
+if [[ -z $plugins ]]; then
+  echo "run.sh: no plugin declares CUDA (switchyard list --json: $(cat "$work/list.err"))" | tee -a "$all_log"
+  total_fail=$((total_fail + 1))
+  rows+=("$(printf '%-22s %s' cuda-plugins 'none found: FAIL')")
+fi
+for name in $plugins; do
+  run_step "check-$name" switchyard check "$name" --device cuda
+done
+
+if [[ -x $stage/bin/native_cuda_check ]]; then
+  run_step native-cuda native_cuda_check
+else
+  echo "run.sh: native_cuda_check was not staged" | tee -a "$all_log"
+  total_fail=$((total_fail + 1))
+  rows+=("$(printf '%-22s %s' native-cuda 'not staged: FAIL')")
+fi
+if [[ -x $stage/bin/comm_nccl_gpu_check ]]; then
+  run_step comm-nccl comm_nccl_gpu_check
+else
+  echo "run.sh: comm_nccl_gpu_check was not staged: skipped" | tee -a "$all_log"
+  total_skip=$((total_skip + 1))
+  rows+=("$(printf '%-22s %s' comm-nccl 'not staged: skipped')")
+fi
+if [[ -x $stage/bin/tp_nccl_check ]]; then
+  run_step tp2-nccl tp_nccl_check --timeout $((step_timeout - 60))
+else
+  echo "run.sh: tp_nccl_check was not staged" | tee -a "$all_log"
+  total_fail=$((total_fail + 1))
+  rows+=("$(printf '%-22s %s' tp2-nccl 'not staged: FAIL')")
+fi
+
+{
+  echo "GPU suite, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), stage $stage"
+  printf '%s\n' "${rows[@]}"
+  grep -h -E '^(FAIL|SKIP) ' "$work"/*.log 2>/dev/null | head -n 200
+  echo "$total_pass passed, $total_fail failed, $total_skip skipped"
+} > "$summary"
+cat "$summary"
+(( total_fail == 0 ))
