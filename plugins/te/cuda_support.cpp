@@ -41,10 +41,12 @@ sy_status status_of(cudaError_t error) {
   }
 }
 
-void check_cuda(cudaError_t error, const std::string& what) {
+void check_cuda(cudaError_t error, const char* what) {
   if (error == cudaSuccess) return;
-  sy::fail(status_of(error), "te: " + what + " failed: " + cuda_error_text(error));
+  sy::fail(status_of(error), std::string("te: ") + what + " failed: " + cuda_error_text(error));
 }
+
+void check_cuda(cudaError_t error, const std::string& what) { check_cuda(error, what.c_str()); }
 
 sy_status probe_cuda(std::string* reason) {
   int count = 0;
@@ -131,7 +133,9 @@ int blocks_per_multiprocessor(const void* kernel, int threads, std::size_t share
 
 DeviceGuard::DeviceGuard(int device) : device_(device) {
   check_cuda(cudaGetDevice(&previous_), "cudaGetDevice");
-  if (previous_ != device) check_cuda(cudaSetDevice(device), "cudaSetDevice(" + device_text(device) + ")");
+  if (previous_ == device) return;
+  const cudaError_t error = cudaSetDevice(device);
+  if (error != cudaSuccess) check_cuda(error, "cudaSetDevice(" + device_text(device) + ")");
 }
 
 DeviceGuard::~DeviceGuard() {

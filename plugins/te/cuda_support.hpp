@@ -20,6 +20,8 @@ std::string cuda_error_text(cudaError_t error);
 sy_status status_of(cudaError_t error);
 
 // Throws sy::Failure(status_of(error), "te: <what> failed: <cuda_error_text>") unless success.
+// (The const char* form builds no string unless the call failed: launches use it.)
+void check_cuda(cudaError_t error, const char* what);
 void check_cuda(cudaError_t error, const std::string& what);
 
 // The plugin's probe: SY_OK when a CUDA device of compute capability >= 9.0 is present,

@@ -37,6 +37,8 @@ __device__ __forceinline__ Group group_of(int threads) {
   return g;
 }
 
+__device__ __forceinline__ int64_t element_bytes_of(DType d) { return d == DType::F32 ? 4 : 2; }
+
 __device__ __forceinline__ int valid_count(int64_t col0, int vec, int64_t hidden) {
   const int64_t left = hidden - col0;
   return left >= vec ? vec : left > 0 ? static_cast<int>(left) : 0;
@@ -82,6 +84,14 @@ __global__ void __launch_bounds__(kNormMaxBlock) norm_forward_kernel(NormForward
   for (int64_t row = static_cast<int64_t>(blockIdx.x) * a.groups + g.index; row < a.rows;
        row += static_cast<int64_t>(gridDim.x) * a.groups) {
     const char* x_row = static_cast<const char*>(a.x) + row * a.x_row_bytes;
+    const int64_t next = row + static_cast<int64_t>(gridDim.x) * a.groups;
+    if (g.thread == 0 && next < a.rows) {
+      // The group's next row streams into L2 while this one is computed.
+      const int64_t bytes = hidden * element_bytes_of(a.x_dtype);
+      prefetch_l2(static_cast<const char*>(a.x) + next * a.x_row_bytes, bytes);
+      if (residual)
+        prefetch_l2(static_cast<const char*>(a.residual) + next * a.residual_row_bytes, bytes);
+    }
     float h[CPT][VEC];
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
@@ -206,6 +216,15 @@ __global__ void __launch_bounds__(kNormMaxBlock) norm_backward_kernel(NormBackwa
       const float mean = layer && !memory_efficient ? a.mean[row] : 0.0f;
       const char* dy_row = static_cast<const char*>(a.dy) + row * a.dy_row_bytes;
       const char* xy_row = static_cast<const char*>(a.x_or_y) + row * a.x_or_y_row_bytes;
+      // The group's next row (in this chunk, else in its next chunk) streams into L2.
+      int64_t next = row + a.groups;
+      if (next >= end) next = (chunk + gridDim.x) * a.rows_per_chunk + g.index;
+      if (g.thread == 0 && next < a.rows) {
+        prefetch_l2(static_cast<const char*>(a.dy) + next * a.dy_row_bytes,
+                    hidden * element_bytes_of(a.y_dtype));
+        prefetch_l2(static_cast<const char*>(a.x_or_y) + next * a.x_or_y_row_bytes,
+                    hidden * element_bytes_of(a.x_or_y_dtype));
+      }
       float xhat[CPT][VEC], gh[CPT][VEC];
 #pragma unroll
       for (int c = 0; c < CPT; ++c) {

@@ -19,7 +19,8 @@ const sy_plugin* load_apex() {
     INFO("dlopen(" << path << "): " << (handle == nullptr ? dlerror() : "ok"));
     REQUIRE(handle != nullptr);
     auto entry = reinterpret_cast<sy_plugin_entry>(dlsym(handle, SY_PLUGIN_ENTRY_SYMBOL));
-    REQUIRE(entry != nullptr);
+    const bool found = entry != nullptr;
+    REQUIRE_MESSAGE(found, "no " SY_PLUGIN_ENTRY_SYMBOL " in " << path);
     return entry(&g_host);
   }();
   REQUIRE(plugin != nullptr);

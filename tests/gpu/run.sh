@@ -12,8 +12,9 @@
 #
 #   bash tests/gpu/run.sh LOG_DIR [STAGE_DIR]        (STAGE_DIR default: build-stage)
 #
-# LOG_DIR receives two files (the device tool brings back at most 8): gpu-tests.log (every
-# step's full output, in order) and gpu-summary.txt (the table and the summary line).
+# LOG_DIR receives ONE file, gpu-tests.log (the device tool brings back at most 8 files, and
+# the benchmarks want 7): the summary table first, then every step's full output in order,
+# then the summary line again.
 set -u
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 logs=${1:?usage: bash tests/gpu/run.sh LOG_DIR [STAGE_DIR]}
@@ -24,7 +25,8 @@ stage=$(cd "$stage" 2>/dev/null && pwd) || {
   echo "run.sh: no stage folder ${2:-$repo/build-stage}; make it with tests/gpu/stage.sh and carry it" >&2
   exit 2
 }
-step_timeout=${GPU_STEP_TIMEOUT:-900}
+# The device tool stops a command after 600 s: every step gets at most GPU_STEP_TIMEOUT.
+step_timeout=${GPU_STEP_TIMEOUT:-240}
 
 # Never NVLink multicast (KINDS.md: it can take a shared host's GPUs out of service).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -35,8 +37,9 @@ unset SWITCHYARD_PLUGIN_PATH SWITCHYARD_PLUGIN_SYSTEM_PATH SWITCHYARD_CROSS_ENTR
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-all_log=$logs/gpu-tests.log
-summary=$logs/gpu-summary.txt
+mkdir -p "$work/steps"
+all_log=$work/steps.log
+summary=$work/summary.txt
 : > "$all_log"
 rows=()
 total_pass=0 total_fail=0 total_skip=0
@@ -69,7 +72,7 @@ tally() {
 run_step() {
   local name=$1
   shift
-  local out=$work/$name.log rc
+  local out=$work/steps/$name.log rc
   echo "== $name: $* ($(date -u +%H:%M:%S))"
   if declare -F "$1" > /dev/null; then
     ("$@") > "$out" 2>&1  # a function of this script (quick, no timeout needed)
@@ -106,8 +109,18 @@ environment() {
   return $missing
 }
 
-# Plugins that declare CUDA for either family, from `switchyard list --json`.
+# Plugins that declare CUDA for either family, from `switchyard list --json` (or, without
+# python3, from each staged plugin's `switchyard inspect` devices lines).
 cuda_plugins() {
+  if ! command -v python3 > /dev/null; then
+    local f name
+    for f in "$stage"/lib/switchyard/plugins/libswitchyard-*.so; do
+      name=$(basename "$f" .so)
+      name=${name#libswitchyard-}
+      switchyard inspect "$name" 2>> "$work/list.err" | grep -qE '^ +devices +.*cuda' && echo "$name"
+    done
+    return 0
+  fi
   switchyard list --json 2> "$work/list.err" | python3 -c '
 import json, sys
 doc = json.load(sys.stdin)
@@ -152,18 +165,24 @@ else
   rows+=("$(printf '%-22s %s' comm-nccl 'not staged: skipped')")
 fi
 if [[ -x $stage/bin/tp_nccl_check ]]; then
-  run_step tp2-nccl tp_nccl_check --timeout $((step_timeout - 60))
+  run_step tp2-nccl tp_nccl_check --timeout $((step_timeout - 30))
 else
   echo "run.sh: tp_nccl_check was not staged" | tee -a "$all_log"
   total_fail=$((total_fail + 1))
   rows+=("$(printf '%-22s %s' tp2-nccl 'not staged: FAIL')")
 fi
+# The training demo on CUDA: one GPU, and two processes over NCCL when two GPUs are present.
+if [[ -x $stage/bin/switchyard ]]; then
+  run_step train bash "$repo/tests/train/gpu_train_check.sh" "$stage/bin/switchyard"
+fi
 
 {
   echo "GPU suite, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), stage $stage"
   printf '%s\n' "${rows[@]}"
-  grep -h -E '^(FAIL|SKIP) ' "$work"/*.log 2>/dev/null | head -n 200
+  grep -h -E '^(FAIL|SKIP) ' "$work"/steps/*.log 2>/dev/null | head -n 200
   echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 } > "$summary"
+cat "$summary" "$all_log" > "$logs/gpu-tests.log"
+printf '\n%s\n' "$total_pass passed, $total_fail failed, $total_skip skipped" >> "$logs/gpu-tests.log"
 cat "$summary"
 (( total_fail == 0 ))

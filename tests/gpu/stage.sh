@@ -23,7 +23,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${1:-$repo/build-cuda}
 stage=${2:-$repo/build-stage}
-binaries="switchyard switchyard-bench tp_nccl_check native_cuda_check comm_nccl_gpu_check ${STAGE_BINARIES:-}"
+binaries="switchyard switchyard-bench tp_nccl_check native_cuda_check comm_nccl_gpu_check test_lm_head_cuda ${STAGE_BINARIES:-}"
 limit_mib=${STAGE_LIMIT_MIB:-60}
 
 [[ -d $build/bin && -d $build/lib ]] || {
@@ -70,6 +70,13 @@ for f in "$build"/lib/switchyard/plugins/*.so; do
   cp -p "$f" "$stage/lib/switchyard/plugins/"
   echo "plugin  $(basename "$f")  <- $f" >> "$manifest"
 done
+
+# The training demo's corpus, found relative to bin/switchyard.
+if [[ -f $build/share/switchyard/corpus.txt ]]; then
+  mkdir -p "$stage/share/switchyard"
+  cp -p "$build/share/switchyard/corpus.txt" "$stage/share/switchyard/"
+  echo "share  corpus.txt  <- $build/share/switchyard/corpus.txt" >> "$manifest"
+fi
 
 # The shared libraries they load, as ldd resolves them here, minus those of the machine.
 missing=0

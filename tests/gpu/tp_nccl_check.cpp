@@ -167,6 +167,22 @@ std::string self_path() {
 }
 
 bool spawn(const std::string& exe, const Options& o, int rank, const std::string& id, Child* c) {
+  // Everything the child needs is built before fork(): the parent has threads (NCCL's
+  // bootstrap root), so the child may only call async-signal-safe functions until execv.
+  const std::string rank_text = std::to_string(rank);
+  const std::string size_text = std::to_string(kRanks);
+  const std::string hang_text = std::to_string(o.fake_hang_rank);
+  std::vector<const char*> args{exe.c_str(), "--rank", rank_text.c_str(), "--size",
+                                size_text.c_str(), "--id", id.c_str(), "--plugin",
+                                o.plugin.c_str()};
+  if (o.fake) {
+    for (const char* a : {"--fake", "--fake-hang", hang_text.c_str()}) args.push_back(a);
+    if (!o.fake_fail.empty()) {
+      args.push_back("--fake-fail");
+      args.push_back(o.fake_fail.c_str());
+    }
+  }
+  args.push_back(nullptr);
   int fds[2];
   if (::pipe(fds) != 0) return false;
   const pid_t pid = ::fork();
@@ -175,22 +191,9 @@ bool spawn(const std::string& exe, const Options& o, int rank, const std::string
     ::dup2(fds[1], STDOUT_FILENO);
     ::close(fds[0]);
     ::close(fds[1]);
-    const std::string rank_text = std::to_string(rank);
-    const std::string size_text = std::to_string(kRanks);
-    const std::string hang_text = std::to_string(o.fake_hang_rank);
-    std::vector<const char*> args{exe.c_str(), "--rank", rank_text.c_str(), "--size",
-                                  size_text.c_str(), "--id", id.c_str(), "--plugin",
-                                  o.plugin.c_str()};
-    if (o.fake) {
-      for (const char* a : {"--fake", "--fake-hang", hang_text.c_str()}) args.push_back(a);
-      if (!o.fake_fail.empty()) {
-        args.push_back("--fake-fail");
-        args.push_back(o.fake_fail.c_str());
-      }
-    }
-    args.push_back(nullptr);
     ::execv(exe.c_str(), const_cast<char* const*>(args.data()));
-    std::perror("execv");
+    static const char kFailed[] = "FAIL rank-setup  execv failed\n";
+    if (::write(STDOUT_FILENO, kFailed, sizeof kFailed - 1) < 0) ::_exit(126);
     ::_exit(127);
   }
   ::close(fds[1]);

@@ -16,6 +16,7 @@ int cmd_doctor(const Args& args);   // cmd_doctor.cpp
 int cmd_select(const Args& args);   // cmd_select.cpp
 int cmd_check(const Args& args);    // cmd_check.cpp   (conformance suite)
 int cmd_train(const Args& args);    // cmd_train.cpp   (the demo)
+int cmd_cache(const Args& args);    // cmd_cache.cpp   (the fused plugin's JIT kernel cache)
 int cmd_bench(const Args& args);    // cmd_bench.cpp   (execs switchyard-bench)
 
 }  // namespace switchyard::cli

@@ -34,6 +34,7 @@ const std::vector<Command>& commands() {
       {"check", switchyard::cli::cmd_check, "run the conformance suite against a plugin"},
       {"train", switchyard::cli::cmd_train,
        "the demo: train a tiny LM head through the selected backends"},
+      {"cache", switchyard::cli::cmd_cache, "list or clear the fused plugin's JIT kernel cache"},
       {"bench", switchyard::cli::cmd_bench,
        "switchyard-bench: time and check every backend (its own flags: bench --help)"},
   };

@@ -10,10 +10,24 @@
 
 #include "launch.hpp"
 
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#define SY_LIGER_SHARED __shared__
+#else
+// Host compilation (tests/liger's block emulator runs these kernels on CPU fibers): the same
+// code over plain C++ primitives. The emulator defines the thread-identity functions below.
+#include <switchyard/float16.hpp>
 
-#include <cstdint>
+#include <cmath>
+#define SY_LIGER_SHARED static
+#ifndef __launch_bounds__
+#define __launch_bounds__(...)
+#endif
+#endif
 
 namespace switchyard::liger::device {
 
@@ -23,6 +37,37 @@ constexpr unsigned kFullMask = 0xffffffffu;
 // loads in flight to saturate HBM without relying on one block per SM.
 constexpr int kMinRowBlocks = 2;
 
+// ---- primitives: thread identity, barriers, exchanges, correctly rounded arithmetic ---------
+// Written as functions so that no kernel touches a CUDA builtin directly. The _rn arithmetic
+// is never contracted into FMAs: reductions must give the same bits on every lane.
+
+#if defined(__CUDACC__)
+
+__device__ __forceinline__ unsigned thread_x() { return threadIdx.x; }
+__device__ __forceinline__ unsigned block_x() { return blockIdx.x; }
+__device__ __forceinline__ unsigned block_dim() { return blockDim.x; }
+__device__ __forceinline__ unsigned grid_dim() { return gridDim.x; }
+__device__ __forceinline__ void sync_threads() { __syncthreads(); }
+__device__ __forceinline__ void* dynamic_shared() {
+  extern __shared__ float4 dynamic_shared_memory[];
+  return dynamic_shared_memory;
+}
+template <class T>
+__device__ __forceinline__ T shfl_xor(T value, int offset) {
+  return __shfl_xor_sync(kFullMask, value, offset);
+}
+__device__ __forceinline__ void atomic_min(unsigned long long* at, unsigned long long value) {
+  atomicMin(at, value);
+}
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ float sub_rn(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ float fma_rn(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+__device__ __forceinline__ float div_rn(float a, float b) { return __fdiv_rn(a, b); }
+__device__ __forceinline__ float sqrt_rn(float a) { return __fsqrt_rn(a); }
+__device__ __forceinline__ float log_of(float a) { return logf(a); }
+__device__ __forceinline__ bool is_nan(float a) { return isnan(a); }
+
 // 2^x with one MUFU.EX2 (max. relative error about 2 ulp); 2^-inf = +0, results below the
 // normal range flush to 0 (they are below 1e-38 and vanish in every sum they enter).
 __device__ __forceinline__ float fast_exp2(float x) {
@@ -30,14 +75,6 @@ __device__ __forceinline__ float fast_exp2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
-
-// exp(x - m), with x - m formed first so that the exponent carries no error of |x| (logits of
-// 40 would otherwise cost ulp(40 * log2 e) in the exponent).
-__device__ __forceinline__ float exp_minus(float x, float m) {
-  return fast_exp2(__fmul_rn(__fsub_rn(x, m), kLog2e));
-}
-
-// ---- element conversions -------------------------------------------------------------------
 
 __device__ __forceinline__ float bf16_bits_to_float(uint32_t bits) {
   return __uint_as_float(bits << 16);
@@ -51,6 +88,56 @@ __device__ __forceinline__ uint16_t float_to_bf16_bits(float f) {
 __device__ __forceinline__ uint16_t float_to_f16_bits(float f) {
   return __half_as_ushort(__float2half_rn(f));
 }
+
+#else  // host emulation
+
+unsigned thread_x();
+unsigned block_x();
+unsigned block_dim();
+unsigned grid_dim();
+void sync_threads();
+void* dynamic_shared();
+// Lane `thread_x() ^ offset`'s `bits` (every thread of the block calls it together).
+uint64_t exchange_xor(uint64_t bits, int offset);
+
+template <class T>
+inline T shfl_xor(T value, int offset) {
+  static_assert(sizeof(T) <= 8, "shfl_xor exchanges at most 8 bytes");
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof value);
+  bits = exchange_xor(bits, offset);
+  T out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
+inline void atomic_min(unsigned long long* at, unsigned long long value) {
+  if (value < *at) *at = value;  // the emulator runs one fiber at a time
+}
+inline float add_rn(float a, float b) { return a + b; }
+inline float sub_rn(float a, float b) { return a - b; }
+inline float mul_rn(float a, float b) { return a * b; }
+inline float fma_rn(float a, float b, float c) { return std::fma(a, b, c); }
+inline float div_rn(float a, float b) { return a / b; }
+inline float sqrt_rn(float a) { return std::sqrt(a); }
+inline float log_of(float a) { return std::log(a); }
+inline bool is_nan(float a) { return std::isnan(a); }
+inline float fast_exp2(float x) { return std::exp2(x); }
+inline float bf16_bits_to_float(uint32_t bits) {
+  return sy::bf16_to_float(static_cast<uint16_t>(bits));
+}
+inline float f16_bits_to_float(uint16_t bits) { return sy::f16_to_float(bits); }
+inline uint16_t float_to_bf16_bits(float f) { return sy::float_to_bf16(f); }
+inline uint16_t float_to_f16_bits(float f) { return sy::float_to_f16(f); }
+
+#endif
+
+// exp(x - m), with x - m formed first so that the exponent carries no error of |x| (logits of
+// 40 would otherwise cost ulp(40 * log2 e) in the exponent).
+__device__ __forceinline__ float exp_minus(float x, float m) {
+  return fast_exp2(mul_rn(sub_rn(x, m), kLog2e));
+}
+
+// ---- element conversions -------------------------------------------------------------------
 
 template <Dt D>
 __device__ __forceinline__ float bits_to_float(uint16_t bits) {
@@ -140,8 +227,8 @@ __device__ __forceinline__ void store8(void* base, int64_t index, const float (&
   if constexpr (D == Dt::F32) {
     float* p = static_cast<float*>(base) + index;
     if constexpr (kAligned) {
-      reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
-      reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+      reinterpret_cast<float4*>(p)[0] = float4{v[0], v[1], v[2], v[3]};
+      reinterpret_cast<float4*>(p)[1] = float4{v[4], v[5], v[6], v[7]};
     } else {
 #pragma unroll
       for (int k = 0; k < kChunk; ++k) p[k] = v[k];
@@ -154,7 +241,7 @@ __device__ __forceinline__ void store8(void* base, int64_t index, const float (&
       for (int k = 0; k < 4; ++k)
         words[k] = static_cast<uint32_t>(float_to_bits<D>(v[2 * k])) |
                    (static_cast<uint32_t>(float_to_bits<D>(v[2 * k + 1])) << 16);
-      *reinterpret_cast<uint4*>(p) = make_uint4(words[0], words[1], words[2], words[3]);
+      *reinterpret_cast<uint4*>(p) = uint4{words[0], words[1], words[2], words[3]};
     } else {
 #pragma unroll
       for (int k = 0; k < kChunk; ++k) p[k] = float_to_bits<D>(v[k]);
@@ -239,22 +326,22 @@ __device__ __forceinline__ void block_sum(float (&v)[N], float* scratch) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) {
 #pragma unroll
-    for (int i = 0; i < N; ++i) v[i] = __fadd_rn(v[i], __shfl_xor_sync(kFullMask, v[i], offset));
+    for (int i = 0; i < N; ++i) v[i] = add_rn(v[i], shfl_xor(v[i], offset));
   }
-  const int warp = static_cast<int>(threadIdx.x) / 32;
-  const int warps = static_cast<int>(blockDim.x) / 32;
-  if (threadIdx.x % 32 == 0) {
+  const int warp = static_cast<int>(thread_x()) / 32;
+  const int warps = static_cast<int>(block_dim()) / 32;
+  if (thread_x() % 32 == 0) {
 #pragma unroll
     for (int i = 0; i < N; ++i) scratch[i * 32 + warp] = v[i];
   }
-  __syncthreads();
+  sync_threads();
 #pragma unroll
   for (int i = 0; i < N; ++i) {
     float s = scratch[i * 32];
-    for (int w = 1; w < warps; ++w) s = __fadd_rn(s, scratch[i * 32 + w]);
+    for (int w = 1; w < warps; ++w) s = add_rn(s, scratch[i * 32 + w]);
     v[i] = s;
   }
-  __syncthreads();  // scratch may be reused at once
+  sync_threads();  // scratch may be reused at once
 }
 
 }  // namespace switchyard::liger::device

@@ -41,8 +41,9 @@ std::string pointer_text(const void* address) {
 }
 
 // Why the kernels cannot run on `device` ("" when they can), asked once per device: the
-// kernels exist for the architectures of the build only.
-std::string kernel_image_problem(int device) {
+// kernels exist for the architectures of the build only. The reference stays valid (map nodes
+// do not move).
+const std::string& kernel_image_problem(int device) {
   static std::mutex mutex;
   static std::map<int, std::string> answers;
   std::lock_guard<std::mutex> lock(mutex);
@@ -71,8 +72,7 @@ std::string kernel_image_problem(int device) {
              "; rebuild with -DCMAKE_CUDA_ARCHITECTURES=" + std::to_string(major) +
              std::to_string(minor);
   }
-  answers.emplace(device, reason);
-  return reason;
+  return answers.emplace(device, std::move(reason)).first->second;
 }
 
 }  // namespace
@@ -81,10 +81,11 @@ std::string error_text(cudaError_t error) {
   return std::string(cudaGetErrorName(error)) + " (" + cudaGetErrorString(error) + ")";
 }
 
-void check(cudaError_t error, const std::string& what) {
+void check(cudaError_t error, const char* what) {
   if (error == cudaSuccess) return;
   cudaGetLastError();  // a non-sticky error must not be reported again by the next call
-  sy::fail(status_of(error), "native (CUDA): " + what + " failed: " + error_text(error));
+  sy::fail(status_of(error),
+           std::string("native (CUDA): ") + what + " failed: " + error_text(error));
 }
 
 const char* built_architectures() { return SWITCHYARD_NATIVE_CUDA_ARCHITECTURES; }
@@ -117,44 +118,48 @@ const CudaStatus& cuda_status() {
 }
 
 void require_cuda_device(DLDevice device) {
-  const std::string name = sy::device_name(device);
   const CudaStatus& status = cuda_status();
   if (!status.usable())
     sy::fail(SY_ERR_UNAVAILABLE,
-             "problem.device = " + name + " but native's CUDA path cannot run on this machine: " +
-                 status.reason +
+             "problem.device = " + sy::device_name(device) +
+                 " but native's CUDA path cannot run on this machine: " + status.reason +
                  "; use CPU tensors (problem.device = cpu:0) here, or run where a GPU and its "
                  "driver are present");
   if (device.device_id < 0)
-    sy::fail(SY_ERR_INVALID_ARGUMENT,
-             "problem.device = " + name + " has a negative device id; expected cuda:0 to cuda:" +
-                 std::to_string(status.device_count - 1));
+    sy::fail(SY_ERR_INVALID_ARGUMENT, "problem.device = " + sy::device_name(device) +
+                                          " has a negative device id; expected cuda:0 to " +
+                                          "cuda:" + std::to_string(status.device_count - 1));
   if (device.device_id >= status.device_count)
     sy::fail(SY_ERR_UNAVAILABLE,
-             "problem.device = " + name + " does not exist: this machine has " +
+             "problem.device = " + sy::device_name(device) + " does not exist: this machine has " +
                  std::to_string(status.device_count) + " CUDA device" +
                  (status.device_count == 1 ? "" : "s") + " (cuda:0 to cuda:" +
                  std::to_string(status.device_count - 1) + ")");
-  const std::string image = kernel_image_problem(device.device_id);
-  if (!image.empty()) sy::fail(SY_ERR_UNAVAILABLE, "problem.device = " + name + ": " + image);
+  const std::string& image = kernel_image_problem(device.device_id);
+  if (!image.empty())
+    sy::fail(SY_ERR_UNAVAILABLE, "problem.device = " + sy::device_name(device) + ": " + image);
 }
 
 void require_current_device(DLDevice device) {
   int current = -1;
   check(cudaGetDevice(&current), "cudaGetDevice");
-  if (current != device.device_id)
-    sy::fail(SY_ERR_INVALID_ARGUMENT,
-             "problem.device = " + sy::device_name(device) +
-                 " but the calling thread's current CUDA device is cuda:" +
-                 std::to_string(current) + "; call cudaSetDevice(" +
-                 std::to_string(device.device_id) +
-                 ") (torch.cuda.set_device) first: native launches its kernels on the current "
-                 "device, which must hold the tensors and the stream");
+  if (current == device.device_id) return;
+  sy::fail(SY_ERR_INVALID_ARGUMENT,
+           "problem.device = " + sy::device_name(device) +
+               " but the calling thread's current CUDA device is cuda:" + std::to_string(current) +
+               "; call cudaSetDevice(" + std::to_string(device.device_id) +
+               ") (torch.cuda.set_device) first: native launches its kernels on the current "
+               "device, which must hold the tensors and the stream");
 }
 
 void require_device_memory(const void* address, const char* name, DLDevice device) {
   cudaPointerAttributes attributes{};
   const cudaError_t error = cudaPointerGetAttributes(&attributes, address);
+  if (error == cudaSuccess && attributes.type == cudaMemoryTypeManaged) return;  // device-usable
+  if (error == cudaSuccess && attributes.type == cudaMemoryTypeDevice &&
+      attributes.device == device.device_id)
+    return;
+  // Refused: only now are the words put together.
   const std::string where = std::string(name) + " (" + pointer_text(address) + ")";
   const std::string label = sy::device_name(device);
   if (error != cudaSuccess) {
@@ -164,27 +169,20 @@ void require_device_memory(const void* address, const char* name, DLDevice devic
                                           "(cudaPointerGetAttributes: " +
                                           error_text(error) + "); pass memory of " + label);
   }
-  switch (attributes.type) {
-    case cudaMemoryTypeDevice:
-      if (attributes.device != device.device_id)
-        sy::fail(SY_ERR_INVALID_ARGUMENT,
-                 where + " is labelled " + label + " but is memory of cuda:" +
-                     std::to_string(attributes.device) +
-                     "; label it with the device that holds it and make that device current");
-      return;
-    case cudaMemoryTypeManaged:
-      return;  // accessible from the device
-    case cudaMemoryTypeHost:
-      sy::fail(SY_ERR_INVALID_ARGUMENT,
-               where + " is labelled " + label +
-                   " but is page-locked host memory (cudaMallocHost/cudaHostRegister); copy it "
-                   "to the GPU (native takes kDLCPU or kDLCUDA tensors, not kDLCUDAHost)");
-    default:
-      sy::fail(SY_ERR_INVALID_ARGUMENT,
-               where + " is labelled " + label +
-                   " but is ordinary host memory (not allocated by CUDA); copy it to the GPU, "
-                   "or label it cpu:0 and use the CPU path");
-  }
+  if (attributes.type == cudaMemoryTypeDevice)
+    sy::fail(SY_ERR_INVALID_ARGUMENT,
+             where + " is labelled " + label + " but is memory of cuda:" +
+                 std::to_string(attributes.device) +
+                 "; label it with the device that holds it and make that device current");
+  if (attributes.type == cudaMemoryTypeHost)
+    sy::fail(SY_ERR_INVALID_ARGUMENT,
+             where + " is labelled " + label +
+                 " but is page-locked host memory (cudaMallocHost/cudaHostRegister); copy it "
+                 "to the GPU (native takes kDLCPU or kDLCUDA tensors, not kDLCUDAHost)");
+  sy::fail(SY_ERR_INVALID_ARGUMENT,
+           where + " is labelled " + label +
+               " but is ordinary host memory (not allocated by CUDA); copy it to the GPU, or "
+               "label it cpu:0 and use the CPU path");
 }
 
 void require_device_tensor(const DLTensor* tensor, const char* name, DLDevice device) {

@@ -22,8 +22,9 @@ std::string error_text(cudaError_t error);
 
 // Throws sy::Failure for anything but cudaSuccess: "<what> failed: <error_text>". The status
 // follows the error: OUT_OF_MEMORY, UNAVAILABLE (no device, driver, kernel image), INVALID_ARGUMENT
-// (a stream or handle of the caller), INTERNAL otherwise.
-void check(cudaError_t error, const std::string& what);
+// (a stream or handle of the caller), INTERNAL otherwise. Nothing is allocated on success (the
+// checks below too: calls allocate nothing on the host either, unless they fail).
+void check(cudaError_t error, const char* what);
 
 // What the CUDA path can use on this machine, asked once per process (cudaGetDeviceCount).
 struct CudaStatus {

@@ -75,15 +75,6 @@ __device__ __forceinline__ double store_real(void* base, Dtype type, int64_t k, 
   }
 }
 
-// v as it would be stored in `type` (the same single rounding), without storing it.
-__device__ __forceinline__ double rounded_to(Dtype type, double v) {
-  switch (type) {
-    case Dtype::F32: return static_cast<float>(v);
-    case Dtype::BF16: return __bfloat162float(__float2bfloat16_rn(round_to_odd(v)));
-    default: return __half2float(__float2half_rn(round_to_odd(v)));
-  }
-}
-
 // Row i of a matrix with a row stride in elements, as an untyped base for load_real/store_real.
 __device__ __forceinline__ const void* row_of(const void* base, Dtype type, int64_t stride,
                                               int64_t i) {

@@ -44,8 +44,9 @@ __global__ void __launch_bounds__(kNormThreads) norm_forward_kernel(NormForwardA
     if (a.residual.data != nullptr) {
       const void* r = row_of(a.residual.data, x_type, a.residual.row_stride, i);
       void* out = row_of(a.residual_out.data, x_type, a.residual_out.row_stride, i);
-      SY_FOR_BLOCK_COLUMNS(j, a.hidden)
-      store_real(out, x_type, j, load_real(h, x_type, j) + load_real(r, x_type, j));
+      SY_FOR_BLOCK_COLUMNS(j, a.hidden) {
+        store_real(out, x_type, j, load_real(h, x_type, j) + load_real(r, x_type, j));
+      }
       h = out;  // the statistics see exactly the h the caller keeps
     }
     double first = 0.0;

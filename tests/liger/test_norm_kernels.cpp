@@ -1,0 +1,413 @@
+// liger's norm kernels (plugins/liger/kernels/norm_device.cuh, dispatch included) executed by
+// the block emulator and checked against the conformance suite's float64 reference with its
+// tolerances: LayerNorm/RMSNorm/L2Norm, every flag, dtype mixes, hidden sizes that give one,
+// several and partial chunks per thread, more than one backward block, strided and unaligned
+// rows (bit-identical), in-place dx, and the llama casting mode.
+#include "kernels/norm_device.cuh"
+
+#include "block_emulator.hpp"
+#include "host_matrix.hpp"
+
+#include <switchyard/conformance/compare.hpp>
+#include <switchyard/conformance/reference_norm.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace {
+
+namespace cf = switchyard::conformance;
+namespace lg = switchyard::liger;
+using liger_test::HostMatrix;
+using lg::Dt;
+
+const char* dt_name(Dt d) { return d == Dt::F32 ? "f32" : d == Dt::BF16 ? "bf16" : "f16"; }
+DLDataType dl_of(Dt d) {
+  return d == Dt::F32 ? DLDataType{kDLFloat, 32, 1}
+                      : d == Dt::BF16 ? DLDataType{kDLBfloat, 16, 1} : DLDataType{kDLFloat, 16, 1};
+}
+
+class Random {
+ public:
+  explicit Random(uint64_t seed) : state_(seed * 6364136223846793005ull + 1442695040888963407ull) {}
+  double uniform(double low, double high) {
+    state_ = state_ * 6364136223846793005ull + 1442695040888963407ull;
+    return low + (high - low) * static_cast<double>((state_ >> 11) % (1ull << 40)) /
+                     double(1ull << 40);
+  }
+  double nonzero(double low, double high) {
+    const double m = uniform(low, high);
+    return uniform(0, 1) < 0.5 ? -m : m;
+  }
+
+ private:
+  uint64_t state_;
+};
+
+struct NormCase {
+  sy_norm_kind kind = SY_NORM_RMS;
+  Dt x = Dt::BF16, y = Dt::BF16, w = Dt::BF16, gw = Dt::BF16;
+  int64_t rows = 5;
+  int64_t hidden = 127;
+  uint32_t flags = 0;
+  bool bias = true;
+  bool llama = false;
+  bool dx_over_dy = false;
+  int64_t pad = 0;
+  int64_t misalign = 0;
+  uint64_t seed = 3;
+
+  bool layer() const { return kind == SY_NORM_LAYER; }
+  bool gamma() const { return kind != SY_NORM_L2; }
+  bool beta() const { return layer() && bias; }
+  bool has(uint32_t f) const { return (flags & f) != 0; }
+  std::string describe() const {
+    static const char* kinds[] = {"LayerNorm", "RMSNorm", "L2Norm"};
+    return std::string(kinds[kind]) + " x=" + dt_name(x) + " y=" + dt_name(y) + " w=" +
+           dt_name(w) + " gw=" + dt_name(gw) + " N=" + std::to_string(rows) +
+           " H=" + std::to_string(hidden) + " flags=" + std::to_string(flags) +
+           (bias ? "" : " no-bias") + (llama ? " llama" : "") + (dx_over_dy ? " dx=dy" : "") +
+           " pad=" + std::to_string(pad) + " misalign=" + std::to_string(misalign);
+  }
+};
+
+struct NormData {
+  std::vector<double> x, residual, gamma, beta, dy, d_residual_out, dgamma0, dbeta0;
+};
+
+std::vector<double> random_values(Random& random, int64_t count, double offset, double low,
+                                  double high, Dt dtype) {
+  std::vector<double> v(static_cast<size_t>(count));
+  for (auto& value : v) value = liger_test::round_to(dtype, offset + random.nonzero(low, high));
+  return v;
+}
+
+NormData make_data(const NormCase& c) {
+  Random random(c.seed);
+  NormData d;
+  const int64_t h = c.hidden;
+  for (int64_t i = 0; i < c.rows; ++i) {
+    const auto row = random_values(random, h, i % 3 == 2 ? 3.0 : 0.0, 0.05, 2.0, c.x);
+    d.x.insert(d.x.end(), row.begin(), row.end());
+  }
+  if (c.has(SY_NORM_RESIDUAL)) {
+    d.residual = random_values(random, c.rows * h, 0, 0.05, 1.0, c.x);
+    d.d_residual_out = random_values(random, c.rows * h, 0, 0.05, 1.0, c.x);
+  }
+  if (c.gamma())
+    d.gamma = random_values(random, h, c.has(SY_NORM_ZERO_CENTERED_GAMMA) ? 0.0 : 1.0, 0.05, 0.5,
+                            c.w);
+  if (c.beta()) d.beta = random_values(random, h, 0, 0.05, 0.5, c.w);
+  d.dy = random_values(random, c.rows * h, 0, 0.05, 1.0, c.y);
+  if (c.has(SY_NORM_ACCUMULATE_GRAD_WEIGHT)) {
+    d.dgamma0 = random_values(random, h, 0, 0.05, 2.0, c.gw);
+    d.dbeta0 = random_values(random, h, 0, 0.05, 2.0, c.gw);
+  }
+  return d;
+}
+
+void expect_close(const std::string& what, const std::vector<double>& got,
+                  const std::vector<double>& expected, const cf::Tolerance& tolerance,
+                  int64_t columns = 0, const std::vector<double>* scale = nullptr) {
+  if (const auto m = cf::find_mismatch(got, expected, tolerance, scale))
+    FAIL_CHECK(cf::describe_mismatch(what, *m, columns));
+}
+
+double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+std::vector<double> rounded(const std::vector<double>& v, Dt dtype) {
+  std::vector<double> out;
+  for (double x : v) out.push_back(liger_test::round_to(dtype, x));
+  return out;
+}
+
+HostMatrix matrix(const NormCase& c, Dt dtype, const std::vector<double>* values) {
+  HostMatrix m(dtype, c.rows, c.hidden, c.pad ? c.hidden + c.pad : 0, c.misalign);
+  if (values != nullptr) m.fill(*values);
+  return m;
+}
+
+HostMatrix vector_of(Dt dtype, const std::vector<double>& values) {
+  HostMatrix m(dtype, 1, static_cast<int64_t>(values.size()));
+  m.fill(values);
+  return m;
+}
+
+std::vector<float> floats(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+std::vector<double> doubles(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+struct NormOutputs {
+  std::vector<double> y, residual_out, mean, rstd, dx, dgamma, dbeta;
+};
+
+// Forward and backward of one case; backward from the reference's h/y and statistics, as the
+// conformance suite does. Checks everything against the reference; returns the outputs.
+NormOutputs run_case(const NormCase& c) {
+  CAPTURE(c.describe());
+  const NormData d = make_data(c);
+  const bool residual = c.has(SY_NORM_RESIDUAL);
+  const bool memory_efficient = c.has(SY_NORM_MEMORY_EFFICIENT);
+  const bool accumulate = c.has(SY_NORM_ACCUMULATE_GRAD_WEIGHT);
+  const int64_t n = c.rows, h = c.hidden;
+
+  cf::NormReferenceProblem rp;
+  rp.kind = c.kind;
+  rp.rows = n;
+  rp.hidden = h;
+  rp.eps = static_cast<double>(1e-5f);
+  rp.flags = c.flags;
+  cf::NormReferenceForwardInput fin;
+  fin.x = d.x;
+  fin.residual = d.residual;
+  fin.gamma = d.gamma;
+  fin.beta = d.beta;
+  const Dt x_dt = c.x;
+  fin.round_to_x_dtype = [x_dt](double v) { return liger_test::round_to(x_dt, v); };
+  const auto ref = cf::reference_norm_forward(rp, fin);
+
+  // ---- forward ----
+  HostMatrix x = matrix(c, c.x, &d.x);
+  HostMatrix res = matrix(c, c.x, residual ? &d.residual : nullptr);
+  HostMatrix res_out = matrix(c, c.x, nullptr);
+  HostMatrix y = matrix(c, c.y, nullptr);
+  HostMatrix gamma = vector_of(c.w, c.gamma() ? d.gamma : std::vector<double>{});
+  HostMatrix beta = vector_of(c.w, c.beta() ? d.beta : std::vector<double>{});
+  std::vector<float> mean(n, std::numeric_limits<float>::quiet_NaN()), rstd = mean;
+  lg::NormForwardArgs f;
+  f.kind = static_cast<lg::NormKind>(c.kind);
+  f.rows = n;
+  f.hidden = h;
+  f.eps = 1e-5f;
+  f.zero_centered = c.has(SY_NORM_ZERO_CENTERED_GAMMA);
+  f.llama = c.llama;
+  f.x = x.data();
+  f.x_stride = x.stride();
+  f.x_dt = c.x;
+  if (residual) {
+    f.residual = res.data();
+    f.residual_stride = res.stride();
+    f.residual_out = res_out.data();
+    f.residual_out_stride = res_out.stride();
+  }
+  f.weight = c.gamma() ? gamma.data() : nullptr;
+  f.bias = c.beta() ? beta.data() : nullptr;
+  f.w_dt = c.w;
+  f.y = y.data();
+  f.y_stride = y.stride();
+  f.y_dt = c.y;
+  f.mean = c.layer() ? mean.data() : nullptr;
+  f.rstd = rstd.data();
+  f.aligned = x.aligned() && res.aligned() && res_out.aligned() && y.aligned() &&
+              gamma.aligned() && beta.aligned();
+  f.threads = lg::row_threads(h);
+  lg::dispatch_norm_forward(liger_emu::Launch{}, f);
+
+  NormOutputs out;
+  out.y = y.values();
+  out.rstd = doubles(rstd);
+  const bool exact_y = !(c.llama && c.kind == SY_NORM_RMS && c.x != c.y);
+  if (exact_y)
+    expect_close("y", out.y, ref.y, cf::elementwise_tolerance(dl_of(c.y), max_abs(ref.y)), h,
+                 &ref.y_magnitude);
+  if (residual) {
+    out.residual_out = res_out.values();
+    expect_close("residual_out", out.residual_out, ref.h,
+                 cf::elementwise_tolerance(dl_of(c.x), max_abs(ref.h)), h, &ref.h_magnitude);
+  }
+  if (c.layer()) {
+    out.mean = doubles(mean);
+    std::vector<double> mean_scale(static_cast<size_t>(n), 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < h; ++j) mean_scale[i] += std::fabs(ref.h[i * h + j]);
+      mean_scale[i] /= static_cast<double>(h);
+    }
+    expect_close("mean", out.mean, ref.mean, cf::statistic_tolerance(dl_of(c.x), 0), 0,
+                 &mean_scale);
+  }
+  expect_close("rstd", out.rstd, ref.rstd, cf::statistic_tolerance(dl_of(c.x), max_abs(ref.rstd)));
+  CHECK(x.values() == d.x);
+
+  // ---- backward ----
+  const std::vector<double> x_or_y_values = memory_efficient ? rounded(ref.y, c.y) : ref.h;
+  const std::vector<double> mean_in = rounded(ref.mean, Dt::F32), rstd_in = rounded(ref.rstd, Dt::F32);
+  HostMatrix dy = matrix(c, c.y, &d.dy);
+  HostMatrix x_or_y = matrix(c, memory_efficient ? c.y : c.x, &x_or_y_values);
+  HostMatrix d_res = matrix(c, c.x, residual ? &d.d_residual_out : nullptr);
+  HostMatrix dx_separate = matrix(c, c.x, nullptr);
+  HostMatrix& dx = c.dx_over_dy ? dy : dx_separate;
+  const int64_t blocks = lg::norm_backward_blocks(n);
+  std::vector<float> partial_g(static_cast<size_t>(blocks * h), std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> partial_b = partial_g;
+  HostMatrix dgamma = vector_of(c.gw, accumulate ? d.dgamma0 : std::vector<double>(h, -999.0));
+  HostMatrix dbeta = vector_of(c.gw, accumulate ? d.dbeta0 : std::vector<double>(h, -999.0));
+  std::vector<float> mean_f = floats(mean_in), rstd_f = floats(rstd_in);
+  lg::NormBackwardArgs b;
+  b.kind = f.kind;
+  b.rows = n;
+  b.hidden = h;
+  b.zero_centered = f.zero_centered;
+  b.memory_efficient = memory_efficient;
+  b.llama = c.llama;
+  b.dy = dy.data();
+  b.dy_stride = dy.stride();
+  b.y_dt = c.y;
+  b.x_or_y = x_or_y.data();
+  b.x_or_y_stride = x_or_y.stride();
+  b.x_or_y_dt = memory_efficient ? c.y : c.x;
+  b.weight = f.weight;
+  b.bias = f.bias;
+  b.w_dt = c.w;
+  b.mean = c.layer() ? mean_f.data() : nullptr;
+  b.rstd = rstd_f.data();
+  b.d_residual_out = residual ? d_res.data() : nullptr;
+  b.d_residual_out_stride = d_res.stride();
+  b.dx = dx.data();
+  b.dx_stride = dx.stride();
+  b.x_dt = c.x;
+  b.dweight_partial = c.gamma() ? partial_g.data() : nullptr;
+  b.dbias_partial = c.layer() ? partial_b.data() : nullptr;
+  b.aligned = dy.aligned() && x_or_y.aligned() && d_res.aligned() && dx.aligned() &&
+              gamma.aligned() && beta.aligned();
+  b.threads = lg::row_threads(h);
+  lg::dispatch_norm_backward(liger_emu::Launch{}, b);
+  if (c.gamma())
+    lg::dispatch_norm_weight_grad(liger_emu::Launch{}, partial_g.data(), blocks, h,
+                                  dgamma.data(), c.gw, accumulate);
+  if (c.layer())
+    lg::dispatch_norm_weight_grad(liger_emu::Launch{}, partial_b.data(), blocks, h,
+                                  dbeta.data(), c.gw, accumulate);
+
+  cf::NormReferenceBackwardInput bin;
+  bin.dy = d.dy;
+  bin.x_or_y = x_or_y_values;
+  bin.gamma = d.gamma;
+  bin.beta = d.beta;
+  bin.mean = mean_in;
+  bin.rstd = rstd_in;
+  bin.d_residual_out = d.d_residual_out;
+  bin.dgamma_initial = d.dgamma0;
+  bin.dbeta_initial = d.dbeta0;
+  const auto grads = cf::reference_norm_backward(rp, bin);
+  out.dx = dx.values();
+  expect_close("dx", out.dx, grads.dx, cf::elementwise_tolerance(dl_of(c.x), max_abs(grads.dx)),
+               h, &grads.dx_magnitude);
+  if (c.gamma()) {
+    out.dgamma = dgamma.values();
+    expect_close("dweight", out.dgamma, grads.dgamma, cf::row_sum_tolerance(dl_of(c.x)), 0,
+                 &grads.dgamma_scale);
+  }
+  if (c.beta()) {
+    out.dbeta = dbeta.values();
+    expect_close("dbias", out.dbeta, grads.dbeta, cf::row_sum_tolerance(dl_of(c.x)), 0,
+                 &grads.dbeta_scale);
+  }
+  if (c.layer() && !c.bias) {  // dbias without beta: the sum of dy over rows
+    out.dbeta = dbeta.values();
+    for (int64_t j = 0; j < h; ++j) {
+      double sum = accumulate ? d.dbeta0[j] : 0.0;
+      double scale = accumulate ? std::fabs(d.dbeta0[j]) : 0.0;
+      for (int64_t i = 0; i < n; ++i) {
+        sum += d.dy[i * h + j];
+        scale += std::fabs(d.dy[i * h + j]);
+      }
+      CAPTURE(j);
+      CHECK(std::fabs(out.dbeta[j] - sum) <= cf::row_sum_tolerance(dl_of(c.x)).rtol * scale);
+    }
+  }
+  return out;
+}
+
+NormCase make(sy_norm_kind kind, Dt dtype, int64_t rows, int64_t hidden, uint32_t flags = 0) {
+  NormCase c;
+  c.kind = kind;
+  c.x = c.y = c.w = c.gw = dtype;
+  c.rows = rows;
+  c.hidden = hidden;
+  c.flags = flags;
+  if ((flags & SY_NORM_ACCUMULATE_GRAD_WEIGHT) != 0) c.gw = Dt::F32;
+  return c;
+}
+
+constexpr sy_norm_kind kKinds[] = {SY_NORM_LAYER, SY_NORM_RMS, SY_NORM_L2};
+
+}  // namespace
+
+TEST_CASE("norms: kinds x dtypes x hidden sizes (1, 127, 4096 and 8200: 1 to 3 chunks a thread)") {
+  for (sy_norm_kind kind : kKinds)
+    for (Dt dtype : {Dt::F32, Dt::BF16, Dt::F16})
+      for (int64_t hidden : {1, 127, 4096, 8200}) run_case(make(kind, dtype, hidden > 1000 ? 3 : 5, hidden));
+}
+
+TEST_CASE("norms: every flag alone and together, more than one backward block") {
+  const uint32_t all = SY_NORM_ZERO_CENTERED_GAMMA | SY_NORM_RESIDUAL | SY_NORM_MEMORY_EFFICIENT |
+                       SY_NORM_ACCUMULATE_GRAD_WEIGHT;
+  for (sy_norm_kind kind : kKinds) {
+    for (Dt dtype : {Dt::F32, Dt::BF16}) {
+      for (uint32_t flag : {uint32_t{SY_NORM_ZERO_CENTERED_GAMMA}, uint32_t{SY_NORM_RESIDUAL},
+                            uint32_t{SY_NORM_MEMORY_EFFICIENT},
+                            uint32_t{SY_NORM_ACCUMULATE_GRAD_WEIGHT}, all})
+        run_case(make(kind, dtype, 5, 127, flag));
+      run_case(make(kind, dtype, 70, 40, all));  // 3 backward blocks of 32 rows
+    }
+  }
+  NormCase c = make(SY_NORM_LAYER, Dt::BF16, 5, 127, SY_NORM_MEMORY_EFFICIENT);
+  c.bias = false;
+  run_case(c);
+  c.flags = 0;
+  run_case(c);
+}
+
+TEST_CASE("norms: dtype mixes (y, weight, grad weight) and dx over dy") {
+  for (sy_norm_kind kind : kKinds) {
+    NormCase c = make(kind, Dt::BF16, 5, 127);
+    c.y = Dt::F32;
+    run_case(c);
+    c = make(kind, Dt::F32, 5, 127);
+    c.y = Dt::BF16;
+    run_case(c);
+    c = make(kind, Dt::F16, 5, 127);
+    c.w = c.gw = Dt::F32;
+    run_case(c);
+    c = make(kind, Dt::BF16, 5, 127, SY_NORM_RESIDUAL);
+    c.gw = Dt::F32;
+    c.dx_over_dy = true;
+    run_case(c);
+  }
+}
+
+TEST_CASE("norms: strided and unaligned rows give the same bits as aligned ones") {
+  for (sy_norm_kind kind : kKinds) {
+    const uint32_t flags = SY_NORM_RESIDUAL | SY_NORM_ZERO_CENTERED_GAMMA;
+    NormCase c = make(kind, Dt::BF16, 5, 4096, flags);
+    const NormOutputs aligned = run_case(c);
+    c.pad = 3;
+    c.misalign = 2;
+    const NormOutputs shifted = run_case(c);
+    CHECK(aligned.y == shifted.y);
+    CHECK(aligned.residual_out == shifted.residual_out);
+    CHECK(aligned.rstd == shifted.rstd);
+    CHECK(aligned.mean == shifted.mean);
+    CHECK(aligned.dx == shifted.dx);
+    CHECK(aligned.dgamma == shifted.dgamma);
+    CHECK(aligned.dbeta == shifted.dbeta);
+  }
+}
+
+TEST_CASE("norms: llama casting stays within the reference's tolerance when y has x's dtype") {
+  for (Dt dtype : {Dt::BF16, Dt::F16, Dt::F32}) {
+    NormCase c = make(SY_NORM_RMS, dtype, 5, 127, SY_NORM_ZERO_CENTERED_GAMMA);
+    c.llama = true;
+    const NormOutputs llama = run_case(c);
+    c.llama = false;
+    const NormOutputs gemma = run_case(c);
+    if (dtype == Dt::F32) CHECK(llama.y == gemma.y);  // nothing to round x-hat to
+  }
+}

@@ -1,0 +1,480 @@
+// White-box tests of te's arithmetic on the CPU. The kernels' per-element and per-merge math
+// lives in plugins/te/te_math.hpp and is compiled here for the host; these tests replay it with
+// the kernels' thread layout (chunk k -> thread k mod T, kCeUnroll chunks per step, the warp's
+// shfl_down tree then warps in order, ranks in order) and compare with float64 references.
+// What they cannot check: the CUDA code around this math (loads, stores, barriers, launches).
+#include "ce_plan.hpp"
+#include "norm_plan.hpp"
+#include "te_math.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace switchyard::te;
+
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// ---- the cross-entropy kernels' reduction, replayed ------------------------------------------
+
+// The fixed tree of block_merge: per warp lanes l and l + offset for offset 16..1 (shfl_down;
+// lanes past the warp see their own value), lane 0 of each warp, then warps in order.
+CeState block_merge(const std::vector<CeState>& threads) {
+  const size_t warps = threads.size() / 32;
+  std::vector<CeState> lane0(warps);
+  for (size_t w = 0; w < warps; ++w) {
+    std::vector<CeState> lanes(threads.begin() + w * 32, threads.begin() + (w + 1) * 32);
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      std::vector<CeState> next(32);
+      for (int l = 0; l < 32; ++l) next[l] = ce_merge(lanes[l], l + offset < 32 ? lanes[l + offset] : lanes[l]);
+      lanes = next;
+    }
+    lane0[w] = lanes[0];
+  }
+  CeState s = lane0[0];
+  for (size_t w = 1; w < warps; ++w) s = ce_merge(s, lane0[w]);
+  return s;
+}
+
+// The statistics ce_stats_kernel computes for one row of `z` (vocab_local columns).
+template <int VEC>
+CeState kernel_row_stats(const std::vector<float>& z, int threads, bool smoothing) {
+  const int64_t columns = static_cast<int64_t>(z.size());
+  const int64_t chunks = (columns + VEC - 1) / VEC;
+  std::vector<CeState> state(static_cast<size_t>(threads), ce_state_init());
+  for (int tid = 0; tid < threads; ++tid)
+    for (int64_t base = 0; base < chunks; base += int64_t{threads} * kCeUnroll)
+      for (int u = 0; u < kCeUnroll; ++u) {
+        const int64_t k = base + int64_t{u} * threads + tid;
+        if (k >= chunks) continue;
+        float v[VEC];
+        for (int e = 0; e < VEC; ++e) v[e] = k * VEC + e < columns ? z[k * VEC + e] : -kInf;
+        const int valid = static_cast<int>(std::min<int64_t>(VEC, columns - k * VEC));
+        ce_accumulate(state[tid], v, k * VEC, valid, smoothing);
+      }
+  return block_merge(state);
+}
+
+CeState row_stats(const std::vector<float>& z, DLDataType dtype, bool smoothing) {
+  sy_ce_problem p{};
+  p.struct_size = sizeof p;
+  p.rows = 1;
+  p.vocab_local = p.vocab_size = static_cast<int64_t>(z.size());
+  p.logits_dtype = p.grad_dtype = dtype;
+  p.tp_size = 1;
+  const CePlan plan = ce_plan(p);
+  if (plan.vec == 8) return kernel_row_stats<8>(z, plan.stats_threads, smoothing);
+  return kernel_row_stats<4>(z, plan.stats_threads, smoothing);
+}
+
+// float64 reference of docs/semantics.md for one row (tp_size 1).
+struct Reference {
+  double lse, loss;
+  int64_t argmax;
+};
+
+Reference reference(const std::vector<float>& z, int64_t label, double s, bool ignored) {
+  double m = -INFINITY;
+  int64_t arg = 0;
+  for (size_t j = 0; j < z.size(); ++j)
+    if (z[j] > m) {
+      m = z[j];
+      arg = static_cast<int64_t>(j);
+    }
+  double sum = 0, sum_z = 0;
+  for (float v : z) {
+    sum += std::exp(double(v) - m);
+    sum_z += v;
+  }
+  Reference r;
+  r.lse = m + std::log(sum);
+  r.argmax = arg;
+  const int64_t v = static_cast<int64_t>(z.size());
+  const double zt = label >= 0 && label < v ? z[label] : m;
+  r.loss = ignored ? 0.0 : (1 - s) * (r.lse - zt) + s * (r.lse - sum_z / double(v));
+  return r;
+}
+
+CeScalars scalars(double s, int64_t v) {
+  CeScalars c{};
+  c.smoothing = float(s);
+  c.one_minus_smoothing = float(1 - s);
+  c.uniform = float(s / double(v));
+  c.vocab = float(v);
+  return c;
+}
+
+std::vector<float> random_row(std::mt19937& rng, int64_t n, float low = -6, float high = 6) {
+  std::uniform_real_distribution<float> d(low, high);
+  std::vector<float> z(static_cast<size_t>(n));
+  for (auto& v : z) v = d(rng);
+  return z;
+}
+
+CeRowResult finish(const CeState& st, float target, bool owned, bool ignored, const CeScalars& c) {
+  return ce_finish(st.max, st.sum_exp, st.sum_logits, target, owned, ignored, c);
+}
+
+}  // namespace
+
+TEST_CASE("ce: the kernel's online softmax matches float64 for every dtype and row length") {
+  std::mt19937 rng(7);
+  for (DLDataType dtype : {DLDataType{kDLBfloat, 16, 1}, DLDataType{kDLFloat, 32, 1}}) {
+    for (int64_t v : {int64_t{1}, int64_t{3}, int64_t{50}, int64_t{127}, int64_t{4099},
+                      int64_t{50257}, int64_t{131072}}) {
+      const std::vector<float> z = random_row(rng, v);
+      const int64_t label = v / 3;
+      const Reference ref = reference(z, label, 0.0, false);
+      const CeState st = row_stats(z, dtype, false);
+      const CeRowResult r = finish(st, z[label], true, false, scalars(0.0, v));
+      INFO("V = " << v << " bits " << int(dtype.bits));
+      CHECK(std::fabs(r.lse - ref.lse) <= 2e-6 * std::fabs(ref.lse) + 1e-6);
+      CHECK(std::fabs(r.loss - ref.loss) <= 2e-6 * std::max(std::fabs(ref.loss), std::fabs(ref.lse)) + 1e-6);
+      CHECK(st.argmax == ref.argmax);
+    }
+  }
+}
+
+TEST_CASE("ce: label smoothing in both conventions over the global vocabulary") {
+  std::mt19937 rng(11);
+  const int64_t v = 1000;
+  const std::vector<float> z = random_row(rng, v);
+  const double alpha = 0.1;
+  for (double s : {alpha, alpha * v / (v - 1.0)}) {  // PyTorch, Megatron
+    const Reference ref = reference(z, 17, s, false);
+    const CeState st = row_stats(z, DLDataType{kDLBfloat, 16, 1}, true);
+    const CeRowResult r = finish(st, z[17], true, false, scalars(s, v));
+    CHECK(std::fabs(r.loss - ref.loss) <= 1e-5 * std::fabs(ref.lse));
+  }
+  // The plan computes s for each convention from alpha (and 0 for a one-word vocabulary).
+  sy_ce_problem p{};
+  p.struct_size = sizeof p;
+  p.vocab_size = p.vocab_local = v;
+  p.tp_size = 1;
+  p.logits_dtype = p.grad_dtype = DLDataType{kDLBfloat, 16, 1};
+  p.label_smoothing = float(alpha);
+  p.smoothing = SY_SMOOTHING_PYTORCH;
+  CHECK(ce_plan(p).scalars.smoothing == doctest::Approx(alpha).epsilon(1e-7));
+  p.smoothing = SY_SMOOTHING_MEGATRON;
+  CHECK(ce_plan(p).scalars.smoothing == doctest::Approx(alpha * v / (v - 1.0)).epsilon(1e-7));
+  CHECK(ce_plan(p).scalars.uniform == doctest::Approx(alpha / (v - 1.0)).epsilon(1e-6));
+  p.vocab_size = p.vocab_local = 1;
+  CHECK(ce_plan(p).scalars.smoothing == 0.0f);
+}
+
+TEST_CASE("ce: ignored rows have loss 0 and an lse; unowned labels use the max (no one-hot)") {
+  std::mt19937 rng(3);
+  const std::vector<float> z = random_row(rng, 300);
+  const CeState st = row_stats(z, DLDataType{kDLBfloat, 16, 1}, false);
+  const CeRowResult ignored = finish(st, 0.0f, false, true, scalars(0, 300));
+  CHECK(ignored.loss == 0.0f);
+  CHECK(std::fabs(ignored.lse - reference(z, 0, 0, false).lse) < 1e-5);
+  const CeRowResult unowned = finish(st, 0.0f, false, false, scalars(0, 300));
+  const Reference ref = reference(z, 300, 0, false);  // label == V: nobody owns it
+  CHECK(std::fabs(unowned.loss - ref.loss) < 1e-5);
+  CHECK(unowned.loss == doctest::Approx(unowned.lse - st.max).epsilon(1e-6));
+}
+
+TEST_CASE("ce: argmax is the lowest id of the max, across threads, chunks and ranks") {
+  std::mt19937 rng(5);
+  std::vector<float> z = random_row(rng, 5000, -6, 6);
+  // The max three times: in different chunks and different threads' columns.
+  for (int64_t j : {int64_t{4097}, int64_t{1203}, int64_t{4999}}) z[j] = 9.0f;
+  CHECK(row_stats(z, DLDataType{kDLBfloat, 16, 1}, false).argmax == 1203);
+  CHECK(row_stats(z, DLDataType{kDLFloat, 32, 1}, false).argmax == 1203);
+  // Twice in one chunk: the first element wins.
+  z[1202] = 9.0f;
+  CHECK(row_stats(z, DLDataType{kDLBfloat, 16, 1}, false).argmax == 1202);
+
+  // Across ranks: the row split unequally; every rank's local argmax is a global id, and the
+  // merge in rank order keeps the lowest id among equal maxima.
+  const std::vector<int64_t> split{1200, 1, 3000, 799};
+  CeState merged{};
+  int64_t start = 0;
+  for (size_t r = 0; r < split.size(); ++r) {
+    const std::vector<float> part(z.begin() + start, z.begin() + start + split[r]);
+    CeState st = row_stats(part, DLDataType{kDLBfloat, 16, 1}, false);
+    st.argmax = (st.argmax == kNoArgmax ? 0 : st.argmax) + start;
+    merged = r == 0 ? st : ce_merge(merged, st);
+    start += split[r];
+  }
+  CHECK(merged.argmax == 1202);
+}
+
+TEST_CASE("ce: -inf logits (masked vocabulary padding) and NaN") {
+  std::mt19937 rng(9);
+  std::vector<float> z = random_row(rng, 2000);
+  // A whole leading chunk range and the tail of the row at -inf: threads whose first chunks
+  // are all -inf must not produce exp(-inf - -inf).
+  for (int j = 0; j < 600; ++j) z[j] = -kInf;
+  for (int j = 1900; j < 2000; ++j) z[j] = -kInf;
+  const Reference ref = reference(z, 700, 0, false);
+  const CeState st = row_stats(z, DLDataType{kDLBfloat, 16, 1}, false);
+  const CeRowResult r = finish(st, z[700], true, false, scalars(0, 2000));
+  CHECK(std::isfinite(r.lse));
+  CHECK(std::fabs(r.lse - ref.lse) < 1e-5);
+  CHECK(st.argmax == ref.argmax);
+
+  std::vector<float> all_masked(64, -kInf);
+  const CeState none = row_stats(all_masked, DLDataType{kDLBfloat, 16, 1}, false);
+  CHECK(none.max == -kInf);
+  CHECK(none.sum_exp == 0.0f);
+  CHECK(finish(none, 0, false, false, scalars(0, 64)).lse == -kInf);
+
+  z[1234] = std::numeric_limits<float>::quiet_NaN();
+  CHECK(std::isnan(finish(row_stats(z, DLDataType{kDLBfloat, 16, 1}, false), z[700], true,
+                          false, scalars(0, 2000)).lse));
+}
+
+TEST_CASE("ce: tensor parallelism over unequal partitions equals tp_size 1") {
+  std::mt19937 rng(13);
+  const int64_t v = 50257;
+  const std::vector<float> z = random_row(rng, v);
+  const double s = 0.1 * v / (v - 1.0);
+  for (int64_t label : {int64_t{0}, int64_t{20000}, v - 1, v, int64_t{-100}}) {
+    const std::vector<int64_t> split{7000, 30001, 13256};  // unsorted, unequal
+    CeState merged{};
+    float target = 0.0f;
+    int64_t start = 0;
+    for (size_t r = 0; r < split.size(); ++r) {
+      const std::vector<float> part(z.begin() + start, z.begin() + start + split[r]);
+      CeState st = row_stats(part, DLDataType{kDLBfloat, 16, 1}, true);
+      st.argmax = (st.argmax == kNoArgmax ? 0 : st.argmax) + start;
+      const int64_t col = label - start;
+      const float t = col >= 0 && col < split[r] ? part[col] : 0.0f;  // the stats kernel's rule
+      merged = r == 0 ? st : ce_merge(merged, st);
+      target = r == 0 ? t : target + t;
+      start += split[r];
+    }
+    const bool owned = label >= 0 && label < v;
+    const CeRowResult r = finish(merged, target, owned, false, scalars(s, v));
+    const Reference ref = reference(z, label, s, false);
+    INFO("label " << label);
+    CHECK(std::fabs(r.lse - ref.lse) <= 2e-6 * std::fabs(ref.lse));
+    CHECK(std::fabs(r.loss - ref.loss) <= 1e-5 * std::fabs(ref.lse));
+    CHECK(merged.argmax == ref.argmax);
+  }
+}
+
+TEST_CASE("ce: one gradient element g (p - q) within fp32 rounding of float64") {
+  std::mt19937 rng(17);
+  const int64_t v = 4096;
+  const std::vector<float> z = random_row(rng, v);
+  const double lse = reference(z, 0, 0, false).lse;
+  const double s = 0.1, g = 1.0 / 2048;
+  const float neg = -float(lse) * kLog2e;
+  double worst = 0;
+  for (int64_t j = 0; j < v; ++j) {
+    const double q = s / v + (j == 5 ? 1 - s : 0);
+    const double expected = g * (std::exp(double(z[j]) - lse) - q);
+    const double got = ce_grad_value(z[j], neg, float(g), float(q));
+    const double terms = g * (std::exp(double(z[j]) - lse) + q);
+    worst = std::max(worst, std::fabs(got - expected) / terms);
+  }
+  CHECK(worst < 1e-5);  // the conformance bound for fp32 gradients (of the terms)
+}
+
+// ---- norms ------------------------------------------------------------------------------------
+
+namespace {
+
+// The group reduction of the norm kernels: shfl_down tree per warp, lane 0 broadcast, then
+// warps merged in order by every thread.
+template <class Merge, class T>
+T group_reduce(const std::vector<T>& threads, Merge merge) {
+  const size_t warps = threads.size() / 32;
+  std::vector<T> lane0(warps);
+  for (size_t w = 0; w < warps; ++w) {
+    std::vector<T> lanes(threads.begin() + w * 32, threads.begin() + (w + 1) * 32);
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      std::vector<T> next(32);
+      for (int l = 0; l < 32; ++l) next[l] = merge(lanes[l], l + offset < 32 ? lanes[l + offset] : lanes[l]);
+      lanes = next;
+    }
+    lane0[w] = lanes[0];
+  }
+  T r = lane0[0];
+  for (size_t w = 1; w < warps; ++w) r = merge(r, lane0[w]);
+  return r;
+}
+
+// LayerNorm statistics as norm_forward_kernel computes them for one row.
+Chan kernel_layer_stats(const std::vector<float>& h, const NormLayout& l) {
+  const int64_t hidden = static_cast<int64_t>(h.size());
+  std::vector<Chan> threads(static_cast<size_t>(l.threads));
+  for (int t = 0; t < l.threads; ++t) {
+    float count = 0, sum = 0;
+    std::vector<float> mine;
+    for (int c = 0; c < l.chunks_per_thread; ++c)
+      for (int e = 0; e < l.vec; ++e) {
+        const int64_t col = (int64_t{t} + int64_t{c} * l.threads) * l.vec + e;
+        if (col < hidden) {
+          mine.push_back(h[col]);
+          sum += h[col];
+          count += 1;
+        }
+      }
+    const float mean = count > 0 ? sum / count : 0.0f;
+    float m2 = 0;
+    for (float x : mine) m2 += (x - mean) * (x - mean);
+    threads[t] = Chan{count, mean, m2};
+  }
+  return group_reduce(threads, [](const Chan& a, const Chan& b) { return chan_merge(a, b); });
+}
+
+sy_norm_problem norm(int64_t rows, int64_t hidden, DLDataType dtype, sy_norm_kind kind = SY_NORM_LAYER) {
+  sy_norm_problem p{};
+  p.struct_size = sizeof p;
+  p.kind = kind;
+  p.rows = rows;
+  p.hidden = hidden;
+  p.eps = 1e-5f;
+  p.x_dtype = p.y_dtype = p.weight_dtype = p.grad_weight_dtype = dtype;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("norm: Chan's merge over the kernel's layout gives the float64 mean and variance") {
+  std::mt19937 rng(21);
+  for (DLDataType dtype : {DLDataType{kDLBfloat, 16, 1}, DLDataType{kDLFloat, 32, 1}}) {
+    for (int64_t hidden : {int64_t{1}, int64_t{2}, int64_t{127}, int64_t{1024}, int64_t{1025},
+                           int64_t{4096}, int64_t{5000}, int64_t{8192}, int64_t{16384}}) {
+      const NormPlan plan = norm_plan(norm(64, hidden, dtype));
+      // A large mean with a small spread: one-pass E[x^2] - E[x]^2 would cancel badly.
+      std::vector<float> h = random_row(rng, hidden, 100.0f, 101.0f);
+      double mean = 0, var = 0;
+      for (float x : h) mean += x;
+      mean /= double(hidden);
+      for (float x : h) var += (x - mean) * (x - mean);
+      var /= double(hidden);
+      const Chan c = kernel_layer_stats(h, plan.forward);
+      INFO("hidden " << hidden << " bits " << int(dtype.bits));
+      CHECK(c.n == float(hidden));
+      CHECK(std::fabs(c.mean - mean) <= 1e-6 * 101.0);
+      CHECK(std::fabs(c.m2 / float(hidden) - var) <= 2e-4 * var + 1e-9);
+      const float rstd = norm_rstd(c.m2 / float(hidden), 1e-5f);
+      CHECK(std::fabs(rstd - 1.0 / std::sqrt(var + 1e-5)) <= 1e-4 / std::sqrt(var + 1e-5));
+    }
+  }
+}
+
+TEST_CASE("norm: chan_merge with an empty side is the other side") {
+  const Chan a{4, 2.5f, 3.0f}, empty{0, 0, 0};
+  const Chan l = chan_merge(empty, a), r = chan_merge(a, empty);
+  CHECK(l.n == 4);
+  CHECK(l.mean == 2.5f);
+  CHECK(l.m2 == 3.0f);
+  CHECK(r.n == 4);
+  CHECK(r.mean == 2.5f);
+  CHECK(r.m2 == 3.0f);
+  CHECK(chan_merge(empty, empty).n == 0);
+}
+
+// ---- launch plans ----------------------------------------------------------------------------
+
+TEST_CASE("norm plan: every hidden size fits the registers of one group of <= 512 threads") {
+  for (DLDataType dtype : {DLDataType{kDLBfloat, 16, 1}, DLDataType{kDLFloat, 16, 1},
+                           DLDataType{kDLFloat, 32, 1}}) {
+    for (int64_t hidden = 1; hidden <= kNormMaxHidden; hidden += hidden < 300 ? 1 : 97) {
+      for (int64_t h : {hidden, int64_t{kNormMaxHidden}}) {
+        const NormPlan plan = norm_plan(norm(1000, h, dtype));
+        for (const NormLayout& l : {plan.forward, plan.backward}) {
+          INFO("hidden " << h << " bits " << int(dtype.bits) << " threads " << l.threads);
+          REQUIRE(l.vec == 16 / (dtype.bits / 8));
+          REQUIRE(l.threads % 32 == 0);
+          REQUIRE(l.threads >= 32);
+          REQUIRE(l.threads <= 512);
+          REQUIRE(int64_t{l.threads} * l.chunks_per_thread * l.vec >= h);
+          REQUIRE(l.groups >= 1);
+          REQUIRE(l.groups <= 16);
+          REQUIRE(l.block() <= 512);
+          // Named barriers 1..15: groups spanning several warps number at most 15.
+          REQUIRE((l.threads == 32 || l.groups <= 15));
+          // The kernels are instantiated for these register layouts only.
+          const int elements = l.vec * l.chunks_per_thread;
+          REQUIRE((elements == l.vec || elements == 16 || elements == 32));
+        }
+        REQUIRE((plan.forward.chunks_per_thread == 1 || plan.forward.vec * plan.forward.chunks_per_thread == 32));
+        // The backward's shared accumulators fit the H200's 227 KiB per block.
+        REQUIRE(plan.backward_shared_bytes(2, h) <= 227 * 1024 - 16 * 1024);
+      }
+    }
+  }
+}
+
+TEST_CASE("norm plan: the dgamma partition depends on rows and hidden only") {
+  for (int64_t rows : {int64_t{1}, int64_t{5}, int64_t{9}, int64_t{1000}, int64_t{16384},
+                       int64_t{1} << 20}) {
+    for (int64_t hidden : {int64_t{127}, int64_t{4096}, int64_t{8192}}) {
+      sy_norm_problem p = norm(rows, hidden, DLDataType{kDLBfloat, 16, 1});
+      const NormPlan a = norm_plan(p);
+      p.sm_margin = 33;
+      p.flags = SY_NORM_ACCUMULATE_GRAD_WEIGHT | SY_NORM_RESIDUAL;
+      const NormPlan b = norm_plan(p);
+      CHECK(a.rows_per_chunk == b.rows_per_chunk);
+      CHECK(a.chunk_count == b.chunk_count);
+      CHECK(a.rows_per_chunk % a.backward.groups == 0);
+      CHECK(a.chunk_count * a.rows_per_chunk >= rows);
+      CHECK((a.chunk_count - 1) * a.rows_per_chunk < rows);
+      CHECK(a.chunk_count <= std::max<int64_t>(128, (int64_t{1} << 20) / hidden) + 1);
+    }
+  }
+  // The performance shapes: 256 chunks of 64 rows, 128 of 128.
+  CHECK(norm_plan(norm(16384, 4096, DLDataType{kDLBfloat, 16, 1})).chunk_count == 256);
+  CHECK(norm_plan(norm(16384, 8192, DLDataType{kDLBfloat, 16, 1})).chunk_count == 128);
+}
+
+TEST_CASE("ce plan: block sizes follow the row, never the batch") {
+  for (DLDataType dtype : {DLDataType{kDLBfloat, 16, 1}, DLDataType{kDLFloat, 32, 1}}) {
+    for (int64_t v : {int64_t{1}, int64_t{50}, int64_t{32000}, int64_t{50257}, int64_t{131072},
+                      int64_t{262144}}) {
+      sy_ce_problem p{};
+      p.struct_size = sizeof p;
+      p.rows = 7;
+      p.vocab_local = p.vocab_size = v;
+      p.tp_size = 1;
+      p.logits_dtype = p.grad_dtype = dtype;
+      const CePlan a = ce_plan(p);
+      p.rows = 2048;
+      const CePlan b = ce_plan(p);
+      INFO("V " << v);
+      CHECK(a.stats_threads == b.stats_threads);
+      CHECK(a.fused_threads == b.fused_threads);
+      CHECK(a.stats_threads % 32 == 0);
+      CHECK(a.stats_threads <= kCeMaxThreads);
+      CHECK(a.fused_threads % 32 == 0);
+      CHECK(a.fused_threads <= kCeFusedMaxThreads);
+      CHECK(a.fused_slots <= kCeFusedSlots);
+      CHECK(a.chunks * a.vec >= v);
+      // Rows that fit 14 chunks per thread of 1024 threads are kept whole in shared memory.
+      if (a.chunks <= int64_t{kCeFusedSlots} * kCeFusedMaxThreads)
+        CHECK(int64_t{a.fused_slots} * a.fused_threads >= a.chunks);
+      CHECK(a.workspace_bytes == 0);
+    }
+  }
+  // bf16 [*, 131072]: 512-thread statistics blocks, 1024-thread fused blocks keeping 14 of
+  // each thread's 16 chunks in shared memory.
+  sy_ce_problem p{};
+  p.struct_size = sizeof p;
+  p.rows = 2048;
+  p.vocab_local = p.vocab_size = 131072;
+  p.tp_size = 1;
+  p.logits_dtype = p.grad_dtype = DLDataType{kDLBfloat, 16, 1};
+  const CePlan plan = ce_plan(p);
+  CHECK(plan.stats_threads == 512);
+  CHECK(plan.fused_threads == 1024);
+  CHECK(plan.fused_slots == 14);
+  CHECK(ce_forward_collectives(p) == 0);
+  p.tp_size = 2;
+  p.vocab_local = 65536;
+  CHECK(ce_forward_collectives(p) == 1);
+  CHECK(ce_plan(p).workspace_bytes == 2 * 2048 * 24);
+}
