@@ -184,6 +184,17 @@ void fiber_main() {
   // Returning resumes uc_link: the scheduler.
 }
 
+// getcontext() returns twice; kept out of the launch loop so no local of it can be clobbered.
+__attribute__((noinline)) void prepare_fiber(Fiber& fiber, char* stack, ucontext_t* scheduler, int t) {
+  getcontext(&fiber.context);
+  fiber.context.uc_stack.ss_sp = stack;
+  fiber.context.uc_stack.ss_size = kStackBytes;
+  fiber.context.uc_link = scheduler;
+  makecontext(&fiber.context, fiber_main, 0);
+  fiber.thread = {static_cast<unsigned>(t), 0, 0};
+  fiber.warp = t / kWarp;
+}
+
 void invoke_ce(void* function, const void* args) {
   reinterpret_cast<void (*)(jit::CeKernelArgs)>(function)(*static_cast<const jit::CeKernelArgs*>(args));
 }
@@ -198,10 +209,8 @@ Emulator& Emulator::instance() {
   return emulator;
 }
 
-void Emulator::set_order(ThreadOrder order) { state().order = order == ThreadOrder::Reverse ? 1 : 0; }
-ThreadOrder Emulator::order() const {
-  return state().order.load() == 1 ? ThreadOrder::Reverse : ThreadOrder::Forward;
-}
+void Emulator::set_order(ThreadOrder order) { state().order = static_cast<int>(order); }
+ThreadOrder Emulator::order() const { return static_cast<ThreadOrder>(state().order.load()); }
 int64_t Emulator::launches() const { return state().launches.load(); }
 
 std::vector<const void*> Emulator::load(const std::string& source,
@@ -267,7 +276,8 @@ void Emulator::launch(const void* kernel_handle, LaunchShape shape, const void* 
   std::lock_guard<std::mutex> lock(launch_mutex());  // kernels' "shared" memory is static
   EmulatorState& s = state();
   ++s.launches;
-  const bool reverse = s.order.load() == 1;
+  const bool reverse = s.order.load() == static_cast<int>(ThreadOrder::Reverse);
+  const bool warp_by_warp = s.order.load() == static_cast<int>(ThreadOrder::WarpByWarp);
   const int threads = static_cast<int>(shape.block);
   if (threads <= 0 || threads > 1024 || threads % kWarp != 0)
     throw std::runtime_error(kernel->name + ": block of " + std::to_string(threads) +
@@ -288,23 +298,24 @@ void Emulator::launch(const void* kernel_handle, LaunchShape shape, const void* 
     run.warp_generation.assign(static_cast<size_t>(warps), 0);
     run.exchange.assign(static_cast<size_t>(warps), {});
     run.fibers.resize(static_cast<size_t>(threads));
-    for (int t = 0; t < threads; ++t) {
-      Fiber& fiber = run.fibers[static_cast<size_t>(t)];
-      getcontext(&fiber.context);
-      fiber.context.uc_stack.ss_sp = s.stacks[static_cast<size_t>(t)].get();
-      fiber.context.uc_stack.ss_size = kStackBytes;
-      fiber.context.uc_link = &run.scheduler;
-      makecontext(&fiber.context, fiber_main, 0);
-      fiber.thread = {static_cast<unsigned>(t), 0, 0};
-      fiber.warp = t / kWarp;
-    }
+    for (int t = 0; t < threads; ++t)
+      prepare_fiber(run.fibers[static_cast<size_t>(t)], s.stacks[static_cast<size_t>(t)].get(),
+                    &run.scheduler, t);
     t_run = &run;
     while (run.live > 0) {
       bool progressed = false;
+      // Warp by warp: only the lowest warp with a ready thread runs in this pass.
+      int only_warp = -1;
+      if (warp_by_warp)
+        for (const Fiber& fiber : run.fibers)
+          if (fiber.state == FiberState::Ready) {
+            only_warp = fiber.warp;
+            break;
+          }
       for (int k = 0; k < threads; ++k) {
         const int t = reverse ? threads - 1 - k : k;
         Fiber& fiber = run.fibers[static_cast<size_t>(t)];
-        if (fiber.state != FiberState::Ready) continue;
+        if (fiber.state != FiberState::Ready || (only_warp >= 0 && fiber.warp != only_warp)) continue;
         run.current = t;
         fiber.state = FiberState::Running;
         swapcontext(&run.scheduler, &fiber.context);

@@ -23,7 +23,10 @@
 
 namespace switchyard::fused::test {
 
-enum class ThreadOrder { Forward, Reverse };
+// Forward / Reverse: every ready thread in turn, lowest (highest) first. WarpByWarp: the lowest
+// warp with a ready thread runs until all its threads wait at a __syncthreads, so one warp
+// gets as far ahead of the others as CUDA allows (exposes a missing barrier).
+enum class ThreadOrder { Forward, Reverse, WarpByWarp };
 
 class Emulator {
  public:
