@@ -115,7 +115,7 @@ void validate_ce_problem(const sy_ce_problem* problem) {
                 " rows one call of fused handles (one CUDA grid row each); split the batch");
   if (p.vocab_local > kMaxVocabLocal)
     unsupported("problem.vocab_local = " + str(p.vocab_local) + " exceeds the " +
-                str(kMaxVocabLocal) + " columns per rank fused handles (32-bit column keys)");
+                str(kMaxVocabLocal) + " columns per rank fused handles (65535 blocks of 16384 columns); split the vocabulary over more ranks");
 }
 
 const sy_ce_problem& ce_problem_of(const sy_ce_forward_args* args) {

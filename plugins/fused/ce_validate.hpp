@@ -10,9 +10,10 @@
 
 namespace switchyard::fused {
 
-// Limits of the generated kernels (grid dimensions, 32-bit column keys).
-inline constexpr int64_t kMaxCeRows = 2147483647;        // rows are grid.x
-inline constexpr int64_t kMaxVocabLocal = int64_t{1} << 30;
+// Limits of the generated kernels: rows are grid.x (< 2^31); a row's chunks of 16384 columns
+// are grid.y (<= 65535), which also keeps columns within the 32-bit keys of the argmax.
+inline constexpr int64_t kMaxCeRows = 2147483647;
+inline constexpr int64_t kMaxVocabLocal = int64_t{65535} * 16384;
 
 // The problem alone. INVALID_ARGUMENT for a request that cannot mean anything, UNSUPPORTED
 // for a valid one fused does not implement (CPU tensors, sizes beyond the kernels' limits).

@@ -85,7 +85,7 @@ std::shared_ptr<const jit::LoadedModule> module_for(const SpecKey& key, int devi
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   log(SY_LOG_INFO, "JIT ready: " + request.description + " on cuda:" + std::to_string(device) +
-                       " " + ms_text(ms) + " after the first call asked (source, cache or compile, load)");
+                       " in " + ms_text(ms) + " (first use: source, cache or compile, load)");
   return module;
 }
 

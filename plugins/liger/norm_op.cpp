@@ -13,7 +13,9 @@ namespace switchyard::liger {
 namespace {
 
 NormKind kind_of(sy_norm_kind kind) {
-  return kind == SY_NORM_LAYER ? NormKind::Layer : kind == SY_NORM_RMS ? NormKind::Rms : NormKind::L2;
+  return kind == SY_NORM_LAYER ? NormKind::Layer
+         : kind == SY_NORM_RMS ? NormKind::Rms
+                               : NormKind::L2;
 }
 
 // Every present tensor allows 16-byte accesses.

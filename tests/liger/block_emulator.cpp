@@ -82,9 +82,9 @@ void run_block() {
     for (unsigned t = 0; t < threads; ++t) waiting += g_block.fibers[t].waiting ? 1 : 0;
     if (waiting == 0) return;  // every thread finished
     if (waiting != threads)
-      throw std::runtime_error("block " + std::to_string(g_block.index) + ": a barrier was reached by " +
-                               std::to_string(waiting) + " of " + std::to_string(threads) +
-                               " threads (the others returned)");
+      throw std::runtime_error("block " + std::to_string(g_block.index) +
+                               ": a barrier was reached by " + std::to_string(waiting) + " of " +
+                               std::to_string(threads) + " threads (the others returned)");
     for (unsigned t = 0; t < threads; ++t) g_block.fibers[t].waiting = false;
     ++g_block.barriers;
   }

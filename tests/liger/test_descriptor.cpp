@@ -62,9 +62,10 @@ TEST_CASE("probe: OK with a Hopper GPU, otherwise UNAVAILABLE with the CUDA reas
   CHECK(status == SY_ERR_UNAVAILABLE);
   CHECK(err.status == SY_ERR_UNAVAILABLE);
   const std::string why = err.message;
-  const bool names_cause = why.find("cudaGetDeviceCount failed with cudaError") != std::string::npos ||
-                           why.find("no CUDA device is visible") != std::string::npos ||
-                           why.find("no CUDA device of compute capability 9.0") != std::string::npos;
+  const bool names_cause =
+      why.find("cudaGetDeviceCount failed with cudaError") != std::string::npos ||
+      why.find("no CUDA device is visible") != std::string::npos ||
+      why.find("no CUDA device of compute capability 9.0") != std::string::npos;
   CHECK(names_cause);
   if (why.find("cudaGetDeviceCount failed") != std::string::npos)
     CHECK(why.find("compute capability 9.0 or newer") != std::string::npos);

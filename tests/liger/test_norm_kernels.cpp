@@ -237,14 +237,16 @@ NormOutputs run_case(const NormCase& c) {
 
   // ---- backward ----
   const std::vector<double> x_or_y_values = memory_efficient ? rounded(ref.y, c.y) : ref.h;
-  const std::vector<double> mean_in = rounded(ref.mean, Dt::F32), rstd_in = rounded(ref.rstd, Dt::F32);
+  const std::vector<double> mean_in = rounded(ref.mean, Dt::F32),
+                            rstd_in = rounded(ref.rstd, Dt::F32);
   HostMatrix dy = matrix(c, c.y, &d.dy);
   HostMatrix x_or_y = matrix(c, memory_efficient ? c.y : c.x, &x_or_y_values);
   HostMatrix d_res = matrix(c, c.x, residual ? &d.d_residual_out : nullptr);
   HostMatrix dx_separate = matrix(c, c.x, nullptr);
   HostMatrix& dx = c.dx_over_dy ? dy : dx_separate;
   const int64_t blocks = lg::norm_backward_blocks(n);
-  std::vector<float> partial_g(static_cast<size_t>(blocks * h), std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> partial_g(static_cast<size_t>(blocks * h),
+                               std::numeric_limits<float>::quiet_NaN());
   std::vector<float> partial_b = partial_g;
   HostMatrix dgamma = vector_of(c.gw, accumulate ? d.dgamma0 : std::vector<double>(h, -999.0));
   HostMatrix dbeta = vector_of(c.gw, accumulate ? d.dbeta0 : std::vector<double>(h, -999.0));
@@ -343,7 +345,8 @@ constexpr sy_norm_kind kKinds[] = {SY_NORM_LAYER, SY_NORM_RMS, SY_NORM_L2};
 TEST_CASE("norms: kinds x dtypes x hidden sizes (1, 127, 4096 and 8200: 1 to 3 chunks a thread)") {
   for (sy_norm_kind kind : kKinds)
     for (Dt dtype : {Dt::F32, Dt::BF16, Dt::F16})
-      for (int64_t hidden : {1, 127, 4096, 8200}) run_case(make(kind, dtype, hidden > 1000 ? 3 : 5, hidden));
+      for (int64_t hidden : {1, 127, 4096, 8200})
+        run_case(make(kind, dtype, hidden > 1000 ? 3 : 5, hidden));
 }
 
 TEST_CASE("norms: every flag alone and together, more than one backward block") {

@@ -127,7 +127,7 @@ int list(const ResolvedCache& resolved, bool as_json) {
             .set("nvrtc", cache::version_text(info.nvrtc_version))
             .set("driver", cache::version_text(info.driver_version))
             .set("created", time_text(static_cast<int64_t>(info.created_unix_ms) * 1000000, true))
-            .set("compile_ms", static_cast<double>(info.compile_us) / 1000.0)
+            .set("compile_us", static_cast<int64_t>(info.compile_us))
             .set("specialises", info.description);
       } else {
         item.set("error", entry.error);

@@ -153,6 +153,7 @@ template <int THREADS> SY_DEVICE float sy_block_sum(float v) {
   sy_sync();
   float total = warp_total[0];
   for (int w = 1; w < THREADS / 32; ++w) total += warp_total[w];
+  sy_sync();  // warp_total is reused by the next reduction
   return total;
 }
 

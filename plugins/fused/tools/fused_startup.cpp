@@ -4,7 +4,10 @@
 // training job pays; the CUDA context is created before the clock starts (the plugin's caller
 // has one anyway). Prints one JSON object.
 //
-//   switchyard-fused-startup [--device N] [--cache-dir DIR] [--keep]
+//   switchyard-fused-startup [--device N] [--cache-dir DIR] [--keep] [--no-gpu [--arch 90]]
+//
+// --no-gpu measures what needs no device (source generation, NVRTC, the disk cache) for the
+// architecture given, with modules "loaded" by a stand-in: the host's share of the start-up.
 //
 // Targets (PERFORMANCE.md): first compile <= 2000 ms, warm start <= 20 ms per module.
 #include "cuda_device.hpp"
@@ -23,6 +26,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -69,17 +73,36 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
+// Stands in for the CUDA loader with --no-gpu.
+class NoLoader final : public jit::ModuleLoader {
+ public:
+  std::shared_ptr<const jit::LoadedModule> load(std::string_view, jit::cache::PayloadKind,
+                                                const std::vector<std::string>& names) override {
+    auto module = std::make_shared<jit::LoadedModule>();
+    module->kernels.assign(names.size(), nullptr);
+    return module;
+  }
+};
+
 // One phase in this process: every request through a fresh engine; one JSON array.
-int run_phase(int device, const std::string& cache_dir) {
-  cuda::CudaModuleLoader loader;
+int run_phase(int device, const std::string& cache_dir, int no_gpu_arch) {
+  cuda::CudaModuleLoader cuda_loader;
+  NoLoader no_loader;
+  jit::ModuleLoader& loader = no_gpu_arch > 0 ? static_cast<jit::ModuleLoader&>(no_loader) : cuda_loader;
   std::vector<std::string> lines;
   jit::Engine engine(loader, [&](sy_log_level level, const std::string& message) {
     if (level >= SY_LOG_INFO) lines.push_back(message);
   });
   try {
-    const cuda::DeviceInfo info = cuda::device_info(device);
-    cuda::DeviceScope scope(device);
-    if (cudaFree(nullptr) != cudaSuccess) throw std::runtime_error("cannot create a CUDA context");
+    cuda::DeviceInfo info;
+    std::unique_ptr<cuda::DeviceScope> scope;
+    if (no_gpu_arch > 0) {
+      info.arch = no_gpu_arch;
+    } else {
+      info = cuda::device_info(device);
+      scope = std::make_unique<cuda::DeviceScope>(device);
+      if (cudaFree(nullptr) != cudaSuccess) throw std::runtime_error("cannot create a CUDA context");
+    }
     jit::CacheSettings settings;
     settings.folder = cache_dir;
     std::cout << "{\"arch\": " << info.arch << ", \"driver\": " << info.driver_version
@@ -89,6 +112,7 @@ int run_phase(int device, const std::string& cache_dir) {
       const auto start = std::chrono::steady_clock::now();
       const auto module = engine.module(request, {info.arch, info.driver_version}, settings);
       for (const void* kernel : module->kernels) {  // lazy loading: make the load happen now
+        if (no_gpu_arch > 0) break;
         cudaFuncAttributes attributes{};
         if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess)
           throw std::runtime_error("cudaFuncGetAttributes failed for " + request.description);
@@ -112,16 +136,16 @@ int run_phase(int device, const std::string& cache_dir) {
 }
 
 // Runs this program again with --phase, returns its stdout.
-std::string run_child(int device, const std::string& cache_dir, int* status) {
+std::string run_child(int device, const std::string& cache_dir, int no_gpu_arch, int* status) {
   int pipe_fds[2];
   if (pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
   const pid_t pid = fork();
   if (pid == 0) {
     dup2(pipe_fds[1], 1);
     close(pipe_fds[0]);
-    const std::string device_text = std::to_string(device);
+    const std::string device_text = std::to_string(device), arch_text = std::to_string(no_gpu_arch);
     execl("/proc/self/exe", "switchyard-fused-startup", "--phase", "--device", device_text.c_str(),
-          "--cache-dir", cache_dir.c_str(), static_cast<char*>(nullptr));
+          "--cache-dir", cache_dir.c_str(), "--arch", arch_text.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   close(pipe_fds[1]);
@@ -138,6 +162,8 @@ std::string run_child(int device, const std::string& cache_dir, int* status) {
 
 int main(int argc, char** argv) {
   int device = 0;
+  int no_gpu_arch = 0;  // > 0: --no-gpu
+  bool no_gpu = false;
   std::string cache_dir;
   bool phase = false, keep = false;
   for (int i = 1; i < argc; ++i) {
@@ -146,12 +172,17 @@ int main(int argc, char** argv) {
     else if (arg == "--keep") keep = true;
     else if (arg == "--device" && i + 1 < argc) device = std::atoi(argv[++i]);
     else if (arg == "--cache-dir" && i + 1 < argc) cache_dir = argv[++i];
+    else if (arg == "--no-gpu") no_gpu = true;
+    else if (arg == "--arch" && i + 1 < argc) no_gpu_arch = std::atoi(argv[++i]);
     else {
-      std::cerr << "usage: switchyard-fused-startup [--device N] [--cache-dir DIR] [--keep]\n";
+      std::cerr << "usage: switchyard-fused-startup [--device N] [--cache-dir DIR] [--keep] "
+                   "[--no-gpu [--arch 90]]\n";
       return 2;
     }
   }
-  if (phase) return run_phase(device, cache_dir);
+  if (no_gpu && no_gpu_arch == 0) no_gpu_arch = 90;
+  if (!no_gpu && !phase) no_gpu_arch = 0;
+  if (phase) return run_phase(device, cache_dir, no_gpu_arch);
 
   const bool own_folder = cache_dir.empty();
   if (own_folder) {
@@ -166,9 +197,10 @@ int main(int argc, char** argv) {
     switchyard::fused::jit::cache::clear_folder(cache_dir);
   }
   int cold_status = 0, warm_status = 0;
-  const std::string cold = run_child(device, cache_dir, &cold_status);
-  const std::string warm = run_child(device, cache_dir, &warm_status);
-  std::cout << "{\"tool\": \"switchyard-fused-startup\", \"device\": " << device
+  const std::string cold = run_child(device, cache_dir, no_gpu_arch, &cold_status);
+  const std::string warm = run_child(device, cache_dir, no_gpu_arch, &warm_status);
+  std::cout << "{\"tool\": \"switchyard-fused-startup\", \"device\": "
+            << (no_gpu_arch > 0 ? "\"none (--no-gpu)\"" : std::to_string(device))
             << ", \"cache_dir\": " << json_string(cache_dir)
             << ", \"targets_ms\": {\"first_compile\": 2000, \"warm_start\": 20}"
             << ",\n \"cold\": " << cold << ",\n \"warm\": " << warm << "}\n";

@@ -378,7 +378,8 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks)
 }
 
 template <Dt L, Dt G>
-__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks) gradient_kernel(CeRows r, CeGradOut grad) {
+__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks)
+    gradient_kernel(CeRows r, CeGradOut grad) {
   const int64_t row = block_x();
   const RowLabel label = row_label(r, row);
   const float g = label.ignored ? 0.0f : grad.scale[row];

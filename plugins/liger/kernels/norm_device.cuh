@@ -282,7 +282,8 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, float* 
   }
 }
 
-__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks) backward_kernel(NormBackwardArgs a) {
+__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks)
+    backward_kernel(NormBackwardArgs a) {
   float* sums_smem = static_cast<float*>(dynamic_shared());
   SY_LIGER_SHARED float scratch[64];
   if (a.aligned)
