@@ -259,3 +259,18 @@ TEST_CASE("cross entropy is deterministic: replay, thread order and batch invari
       CHECK(part.forward_grad[row * small.vocab + j] == batch.forward_grad[row * small.vocab + j]);
   }
 }
+
+TEST_CASE("cross entropy: zero rows launch nothing but keep the ranks' collectives in step") {
+  CeCase c;
+  c.rows = 0;
+  c.flags = SY_CE_ARGMAX | SY_CE_CHECK_LABELS;
+  const CeRun single = run_ce(c);
+  CHECK(single.status[0] == SY_OK);
+  CHECK(single.launched[0].empty());
+  const CeRun split = run_ce(tp(c, {20, 30}));
+  for (size_t r = 0; r < 2; ++r) {
+    CHECK_MESSAGE(split.status[r] == SY_OK, split.message[r]);
+    CHECK(split.collectives[r] == 3);
+    CHECK(split.stated_collectives[r] == 3);
+  }
+}
