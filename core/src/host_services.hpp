@@ -31,6 +31,10 @@ class HostServices {
   // while this object lives (loaded libraries hold a reference to it).
   const char* option(const char* plugin, const char* key) const;
 
+  // Every option, by "<plugin>.<key>": isolated_load hands them to the switchyard-probe
+  // helper, which builds its own HostServices from them.
+  const std::map<std::string, std::string>& options() const { return options_; }
+
   // Makes `services` the one used by callbacks that arrive outside any HostCallScope.
   static void make_default(const std::shared_ptr<const HostServices>& services);
 
@@ -40,8 +44,9 @@ class HostServices {
 
 // While alive, sy_host callbacks made on this thread use `services` and, when `captured` is
 // not null, append each line the plugin logs to it ("warn: <message>"). `isolated` is for the
-// forked child of isolated_load: lines are only captured (no spdlog, whose locks another
-// thread of the parent may have held at fork time) and no lock is ever taken.
+// process that isolated_load loads a candidate in: lines are only captured (no spdlog: in the
+// fork fallback its locks may have been held by another thread at fork time) and no lock is
+// ever taken.
 class HostCallScope {
  public:
   HostCallScope(const HostServices* services, std::vector<std::string>* captured,

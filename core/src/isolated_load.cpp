@@ -1,127 +1,154 @@
-// Loading a plugin in a forked child and reading back what it found.
+// Starting the child that loads a candidate, and reading back what it found.
 //
-// The child is a fork of a possibly multithreaded process: it may not take any lock another
-// thread held at fork time. So it logs nothing (plugin lines are captured into the result),
-// touches no spdlog, and leaves with _exit() (no atexit handlers, no static destructors).
+// The child is the switchyard-probe helper, started with posix_spawn: nothing of this process
+// runs in it, so it does not matter which threads, locks or CUDA contexts this process has.
+// The fork fallback (helper missing) is a copy of a possibly multithreaded process: there the
+// child logs nothing, touches no spdlog, and leaves with _exit() (see probe_child.cpp).
 #include "isolated_load.hpp"
 
+#include "log.hpp"
 #include "plugin_library.hpp"
+#include "probe_child.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <memory>
 #include <thread>
+#include <vector>
+
+extern char** environ;
 
 namespace switchyard::detail {
 namespace {
 
-constexpr char kMagic[] = "SYPI1";
+namespace fs = std::filesystem;
 
-class Writer {
+// Read by log.cpp when the helper's logger is created.
+constexpr const char* kLogLevelVariable = "SWITCHYARD_LOG_LEVEL";
+
+// The name set_log_level() and SWITCHYARD_LOG_LEVEL accept for this process's level.
+const char* log_level_name() {
+  switch (logger().level()) {
+    case spdlog::level::trace: return "trace";
+    case spdlog::level::debug: return "debug";
+    case spdlog::level::info: return "info";
+    case spdlog::level::warn: return "warn";
+    case spdlog::level::err:
+    case spdlog::level::critical: return "error";
+    case spdlog::level::off: return "off";
+    default: return "warn";
+  }
+}
+
+// This process's environment with the log level it actually uses (a config file or
+// RuntimeOptions may have set it, not the environment): the helper then logs what this process
+// would, and never repeats a warning about a bad SWITCHYARD_LOG_LEVEL.
+std::vector<std::string> helper_environment() {
+  const std::string level_prefix = std::string(kLogLevelVariable) + "=";
+  std::vector<std::string> variables;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    if (std::strncmp(*entry, level_prefix.c_str(), level_prefix.size()) != 0)
+      variables.emplace_back(*entry);
+  }
+  variables.push_back(level_prefix + log_level_name());
+  return variables;
+}
+
+// argv/envp for posix_spawn: pointers into `strings`, null-terminated.
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  pointers.reserve(strings.size() + 1);
+  for (std::string& text : strings) pointers.push_back(text.data());
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+class SpawnSetup {
  public:
-  void number(std::int64_t value) {
-    auto bits = static_cast<std::uint64_t>(value);
-    for (int i = 0; i < 8; ++i) out_.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
+  SpawnSetup() {
+    ::posix_spawn_file_actions_init(&actions);
+    ::posix_spawnattr_init(&attributes);
   }
-  void text(const std::string& value) {
-    number(static_cast<std::int64_t>(value.size()));
-    out_ += value;
+  ~SpawnSetup() {
+    ::posix_spawn_file_actions_destroy(&actions);
+    ::posix_spawnattr_destroy(&attributes);
   }
-  std::string take() { return std::move(out_); }
+  SpawnSetup(const SpawnSetup&) = delete;
+  SpawnSetup& operator=(const SpawnSetup&) = delete;
 
- private:
-  std::string out_;
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attributes;
 };
 
-class Reader {
- public:
-  explicit Reader(const std::string& in) : in_(in) {}
-  bool number(std::int64_t* value) {
-    if (in_.size() - position_ < 8) return false;
-    std::uint64_t bits = 0;
-    for (int i = 0; i < 8; ++i)
-      bits |= static_cast<std::uint64_t>(static_cast<unsigned char>(in_[position_ + i])) << (8 * i);
-    position_ += 8;
-    *value = static_cast<std::int64_t>(bits);
-    return true;
-  }
-  template <class T>
-  bool number_as(T* value) {
-    std::int64_t wide = 0;
-    if (!number(&wide)) return false;
-    *value = static_cast<T>(wide);
-    return true;
-  }
-  bool text(std::string* value) {
-    std::int64_t size = 0;
-    if (!number(&size) || size < 0 || static_cast<std::uint64_t>(size) > in_.size() - position_)
-      return false;
-    value->assign(in_, position_, static_cast<std::size_t>(size));
-    position_ += static_cast<std::size_t>(size);
-    return true;
-  }
-  bool at_end() const { return position_ == in_.size(); }
+// Starts `helper PATH NAME=VALUE...` with its stdout on `result_fd` (the helper moves the
+// result aside and points its own stdout at stderr, so that a plugin printing cannot corrupt
+// the answer). The child's pid, or -1 with the reason in *error.
+pid_t spawn_helper(const std::string& helper, const std::string& path, const HostServices& host,
+                   int result_fd, int* error) {
+  std::vector<std::string> arguments{helper, path};
+  for (const auto& [name, value] : host.options()) arguments.push_back(name + "=" + value);
+  std::vector<std::string> environment = helper_environment();
+  std::vector<char*> argv = c_strings(arguments);
+  std::vector<char*> envp = c_strings(environment);
 
- private:
-  const std::string& in_;
-  std::size_t position_ = 0;
-};
+  SpawnSetup setup;
+  // A plugin must not read the caller's input.
+  ::posix_spawn_file_actions_addopen(&setup.actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  ::posix_spawn_file_actions_adddup2(&setup.actions, result_fd, STDOUT_FILENO);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  // Descriptors this process opened without O_CLOEXEC (other pipes of the host) stay here.
+  ::posix_spawn_file_actions_addclosefrom_np(&setup.actions, STDERR_FILENO + 1);
+#endif
+  // Default dispositions and no blocked signal, whatever the calling thread has set: a crash
+  // must reach the parent as the signal that caused it.
+  sigset_t no_signals, all_signals;
+  sigemptyset(&no_signals);
+  sigfillset(&all_signals);
+  ::posix_spawnattr_setsigmask(&setup.attributes, &no_signals);
+  ::posix_spawnattr_setsigdefault(&setup.attributes, &all_signals);
+  ::posix_spawnattr_setflags(&setup.attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
-void write_family(Writer& out, const FamilyInfo& family) {
-  out.number(family.offered ? 1 : 0);
-  out.number(family.dtypes);
-  out.number(family.devices);
-  out.number(family.features);
-  out.number(family.determinism);
-  out.number(family.table_struct_size);
+  pid_t child = -1;
+  *error = ::posix_spawn(&child, helper.c_str(), &setup.actions, &setup.attributes, argv.data(),
+                         envp.data());
+  return *error == 0 ? child : -1;
 }
 
-bool read_family(Reader& in, FamilyInfo* family) {
-  std::int64_t offered = 0;
-  if (!in.number(&offered)) return false;
-  family->offered = offered != 0;
-  return in.number_as(&family->dtypes) && in.number_as(&family->devices) &&
-         in.number_as(&family->features) && in.number_as(&family->determinism) &&
-         in.number_as(&family->table_struct_size);
-}
-
-bool write_all(int fd, const std::string& bytes) {
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    written += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-[[noreturn]] void run_child(int fd, const std::string& path, const HostServices& host) {
+// The fallback: a fork that loads in the copy of this process.
+pid_t fork_child(const std::string& path, const HostServices& host, int read_fd, int result_fd) {
+  const pid_t child = ::fork();
+  if (child != 0) return child;
+  ::close(read_fd);
+  // A crash must end the child with its signal, as in the helper; not run the caller's crash
+  // handlers (a test framework's, a Python faulthandler) in a copy of the caller.
+  for (const int crash : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(crash, SIG_DFL);
   // A plugin printing to stdout must not corrupt the parent's output (e.g. `list --json`).
   ::dup2(STDERR_FILENO, STDOUT_FILENO);
-  int code = 0;
-  try {
-    // Non-owning: the parent's services outlive this child, which never unloads anything.
-    const std::shared_ptr<const HostServices> services(std::shared_ptr<const HostServices>(),
-                                                       &host);
-    LoadOptions options;
-    options.probe = true;
-    options.isolated = true;
-    const LoadResult result = PluginLibrary::load(path, services, options);
-    if (!write_all(fd, serialize_plugin_info(result.info))) code = 2;
-  } catch (...) {
-    code = 3;
-  }
-  ::_exit(code);
+  ::_exit(load_and_report(result_fd, path, host));
+}
+
+void warn_helper_unusable(const std::string& helper, int error) {
+  const std::string where = helper.empty()
+                                ? std::string("(its folder is unknown: dladdr could not locate "
+                                              "libswitchyard)")
+                                : helper + " (" + std::strerror(error) + ")";
+  warn_once(std::string("probe helper unusable: ") + helper,
+            std::string("the plugin probe helper ") + kProbeHelperName + " cannot be started: " +
+                where +
+                ". Plugins are listed in a forked child of this process instead, where a plugin "
+                "that needs CUDA fails if this process has already initialised CUDA, and where "
+                "a lock held by another thread can hang the listing. Build the switchyard_probe "
+                "target, or install " + kProbeHelperName +
+                " into <libdir>/switchyard/ next to libswitchyard's plugins folder.");
 }
 
 std::string signal_text(int signal_number) {
@@ -178,75 +205,61 @@ int reap(pid_t child, std::chrono::steady_clock::time_point deadline, bool* kill
   return status;
 }
 
-}  // namespace
-
-std::string serialize_plugin_info(const PluginInfo& info) {
-  Writer out;
-  out.text(kMagic);
-  for (const std::string* text : {&info.path, &info.file_name, &info.name, &info.version,
-                                  &info.vendor, &info.description, &info.build_info})
-    out.text(*text);
-  out.number(info.abi_major);
-  out.number(info.abi_minor);
-  out.number(info.descriptor_struct_size);
-  out.number(static_cast<std::int64_t>(info.state));
-  out.text(info.reason);
-  out.number(static_cast<std::int64_t>(info.log.size()));
-  for (const std::string& line : info.log) out.text(line);
-  write_family(out, info.cross_entropy);
-  write_family(out, info.norm);
-  return out.take();
-}
-
-bool deserialize_plugin_info(const std::string& bytes, PluginInfo* info) {
-  Reader in(bytes);
-  std::string magic;
-  if (!in.text(&magic) || magic != kMagic) return false;
-  PluginInfo read;
-  for (std::string* text : {&read.path, &read.file_name, &read.name, &read.version,
-                            &read.vendor, &read.description, &read.build_info}) {
-    if (!in.text(text)) return false;
+// A pipe whose ends are both above stderr: the write end becomes the child's stdout, and
+// must not be stderr itself (a caller that closed fd 2 would get it from pipe2).
+bool make_pipe(int fds[2]) {
+  if (::pipe2(fds, O_CLOEXEC) != 0) return false;
+  for (int i = 0; i < 2; ++i) {
+    if (fds[i] > STDERR_FILENO) continue;
+    const int moved = ::fcntl(fds[i], F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+    if (moved < 0) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      return false;
+    }
+    ::close(fds[i]);
+    fds[i] = moved;
   }
-  std::int64_t state = 0, lines = 0;
-  if (!in.number_as(&read.abi_major) || !in.number_as(&read.abi_minor) ||
-      !in.number_as(&read.descriptor_struct_size) || !in.number(&state) ||
-      !in.text(&read.reason) || !in.number(&lines)) {
-    return false;
-  }
-  if (state < static_cast<std::int64_t>(PluginState::Ok) ||
-      state > static_cast<std::int64_t>(PluginState::Disabled) || lines < 0 ||
-      static_cast<std::size_t>(lines) > kMaxCapturedLogLines) {
-    return false;
-  }
-  read.state = static_cast<PluginState>(state);
-  read.log.resize(static_cast<std::size_t>(lines));
-  for (std::string& line : read.log) {
-    if (!in.text(&line)) return false;
-  }
-  if (!read_family(in, &read.cross_entropy) || !read_family(in, &read.norm) || !in.at_end())
-    return false;
-  *info = std::move(read);
   return true;
 }
 
+}  // namespace
+
+std::string probe_helper_path() {
+  Dl_info where{};
+  // Any function of libswitchyard locates the library it lives in.
+  if (::dladdr(reinterpret_cast<void*>(&probe_helper_path), &where) == 0 ||
+      where.dli_fname == nullptr) {
+    return {};
+  }
+  std::error_code ec;
+  const fs::path library = fs::absolute(where.dli_fname, ec);
+  if (ec) return {};
+  return (library.lexically_normal().parent_path() / "switchyard" / kProbeHelperName).string();
+}
+
 PluginInfo isolated_load(const std::string& path, const HostServices& host,
-                         std::chrono::milliseconds timeout) {
+                         std::chrono::milliseconds timeout, const std::string& helper) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
+  if (!make_pipe(fds)) {
     throw Error(SY_ERR_INTERNAL, std::string("cannot create a pipe to load ") + path +
                                      " in a child process: " + std::strerror(errno));
   }
-  const pid_t child = ::fork();
+  int spawn_error = ENOENT;
+  pid_t child = helper.empty() ? -1 : spawn_helper(helper, path, host, fds[1], &spawn_error);
+  const bool through_helper = child > 0;
+  if (through_helper) {
+    logger().debug("loading {} in {} (pid {})", path, helper, child);
+  } else {
+    warn_helper_unusable(helper, spawn_error);
+    child = fork_child(path, host, fds[0], fds[1]);
+  }
   if (child < 0) {
     const int error = errno;
     ::close(fds[0]);
     ::close(fds[1]);
-    throw Error(SY_ERR_INTERNAL, std::string("cannot fork a child process to load ") + path +
+    throw Error(SY_ERR_INTERNAL, std::string("cannot start a child process to load ") + path +
                                      ": " + std::strerror(error));
-  }
-  if (child == 0) {
-    ::close(fds[0]);
-    run_child(fds[1], path, host);
   }
   ::close(fds[1]);
 
@@ -258,7 +271,7 @@ PluginInfo isolated_load(const std::string& path, const HostServices& host,
   if (killed) ::kill(child, SIGKILL);
   const int status = reap(child, deadline, &killed);
 
-  const std::string file = std::filesystem::path(path).filename().string();
+  const std::string file = fs::path(path).filename().string();
   if (killed) {
     return failed(path, file + " did not finish loading within " + duration_text(timeout) +
                             " (hung in a static constructor, " SY_PLUGIN_ENTRY_SYMBOL
@@ -269,11 +282,21 @@ PluginInfo isolated_load(const std::string& path, const HostServices& host,
                             "); it was loaded in a child process, so nothing else was affected");
   }
   PluginInfo info;
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && deserialize_plugin_info(bytes, &info))
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kProbeAnswered &&
+      deserialize_plugin_info(bytes, &info)) {
     return info;
+  }
+  const int exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (through_helper && exit_status == kProbeBadArguments) {
+    return failed(path, file + " could not be checked: the process loading it ended with exit "
+                            "status " + std::to_string(exit_status) + ", which the probe helper " +
+                            helper + " uses when it does not accept its arguments (a helper "
+                            "from another Switchyard build than libswitchyard? reinstall so "
+                            "that both come from one build), unless the plugin itself exited "
+                            "with that status");
+  }
   return failed(path, file + " ended the process loading it (exit status " +
-                          std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
-                          ") before it could be checked");
+                          std::to_string(exit_status) + ") before it could be checked");
 }
 
 }  // namespace switchyard::detail

@@ -15,6 +15,9 @@
 #   STAGE/bin/                     switchyard, tp_nccl_check, native_cuda_check, comm_nccl_gpu_check, ...
 #   STAGE/lib/                     libswitchyard*.so*, and the copied system libraries
 #   STAGE/lib/switchyard/plugins/  libswitchyard-<name>.so
+#   STAGE/lib/switchyard/switchyard-probe  the helper the core lists plugins in (without it,
+#                                  listing forks, and CUDA plugins fail in a process that has
+#                                  already initialised CUDA, e.g. switchyard-bench)
 #   STAGE/env.sh                   `source` it: LD_LIBRARY_PATH=STAGE/lib:...
 #   STAGE/with-env CMD...          runs CMD with that environment
 #   STAGE/MANIFEST                 what was copied from where, and the size
@@ -32,6 +35,12 @@ limit_mib=${STAGE_LIMIT_MIB:-60}
 }
 [[ -x $build/bin/switchyard ]] || {
   echo "stage.sh: $build/bin/switchyard is missing; build the switchyard_cli target" >&2
+  exit 2
+}
+probe_helper=$build/lib/switchyard/switchyard-probe
+[[ -x $probe_helper ]] || {
+  echo "stage.sh: $probe_helper is missing; build the switchyard_probe target (the core" \
+       "lists plugins in it; without it CUDA plugins are reported unavailable)" >&2
   exit 2
 }
 
@@ -65,6 +74,8 @@ for f in "$build"/lib/*.so*; do
   cp -P "$f" "$stage/lib/"
   echo "lib  $(basename "$f")  <- $f" >> "$manifest"
 done
+cp -p "$probe_helper" "$stage/lib/switchyard/"
+echo "helper  switchyard-probe  <- $probe_helper" >> "$manifest"
 for f in "$build"/lib/switchyard/plugins/*.so; do
   [[ -e $f ]] || continue
   cp -p "$f" "$stage/lib/switchyard/plugins/"
