@@ -41,7 +41,7 @@ std::optional<std::string> check_elf_file(const std::string& path) {
   const fs::file_status status = fs::status(path, ec);
   if (ec || !fs::exists(status)) return file + " does not exist";
   if (!fs::is_regular_file(status)) return file + " is not a regular file";
-  // Plain POSIX I/O: this also runs in the probe helper process (or, as a fallback, a forked child of isolated_load), where no lock that
+  // Plain POSIX I/O: this also runs in the fork fallback of isolated_load, where no lock that
   // another thread of the parent might have held (iostreams, locales) may be touched.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return file + " cannot be opened for reading: " + std::strerror(errno);

@@ -6,7 +6,9 @@
 #   4. native-cuda   native_cuda_check: what the conformance cases do not reach (sizes,
 #                    multi-block dgamma, streams, refusals of host memory and wrong devices)
 #   5. comm-nccl     comm_nccl_gpu_check (libswitchyard-nccl on every GPU), when built
-#   6. tp2-nccl      tp_nccl_check: TP = 2 over NCCL, two processes (skipped with < 2 GPUs)
+#   6. tp2-nccl-<name>  tp_nccl_check --plugin <name>: TP = 2 over NCCL, two processes, for
+#                    every staged plugin offering cross entropy on CUDA with tensor_parallel
+#                    (skipped with < 2 GPUs)
 # then ONE line "N passed, M failed, K skipped" over everything (cases where a step reports
 # cases, the step itself otherwise). Exit status 0 when nothing failed.
 #
@@ -137,6 +139,36 @@ print("\n".join(seen))
 '
 }
 
+# Plugins whose cross entropy runs on CUDA with tensor parallelism (SY_CE_FEATURE_TENSOR_PARALLEL),
+# the same two ways.
+tp_plugins() {
+  if ! command -v python3 > /dev/null; then
+    local f name
+    for f in "$stage"/lib/switchyard/plugins/libswitchyard-*.so; do
+      name=$(basename "$f" .so)
+      name=${name#libswitchyard-}
+      switchyard inspect "$name" 2>> "$work/list.err" | awk '
+        /^[^ ]/ { section = $1 }
+        section == "cross_entropy" && $1 == "devices" && / cuda/ { cuda = 1 }
+        section == "cross_entropy" && $1 == "features" && /tensor_parallel/ { tp = 1 }
+        END { exit !(cuda && tp) }' && echo "$name"
+    done
+    return 0
+  fi
+  switchyard list --json 2>> "$work/list.err" | python3 -c '
+import json, sys
+doc = json.load(sys.stdin)
+seen = []
+for location in doc.get("search_path", []):
+    for c in location.get("candidates", []):
+        ce = (c.get("families", {}) or {}).get("cross_entropy") or {}
+        if ("cuda" in ce.get("devices", []) and "tensor_parallel" in ce.get("features", [])
+                and c.get("name") and c["name"] not in seen):
+            seen.append(c["name"])
+print("\n".join(seen))
+'
+}
+
 run_step environment environment
 run_step doctor bash -c 'switchyard doctor; rc=$?; echo; echo "---- doctor --json"; switchyard doctor --json; exit $rc'
 
@@ -165,7 +197,15 @@ else
   rows+=("$(printf '%-22s %s' comm-nccl 'not staged: skipped')")
 fi
 if [[ -x $stage/bin/tp_nccl_check ]]; then
-  run_step tp2-nccl tp_nccl_check --timeout $((step_timeout - 30))
+  tp_names=$(tp_plugins)
+  if [[ -z $tp_names ]]; then
+    echo "run.sh: no staged plugin offers tensor-parallel cross entropy on CUDA (switchyard list --json: $(cat "$work/list.err"))" | tee -a "$all_log"
+    total_fail=$((total_fail + 1))
+    rows+=("$(printf '%-22s %s' tp2-nccl 'no tensor-parallel plugin: FAIL')")
+  fi
+  for name in $tp_names; do
+    run_step "tp2-nccl-$name" tp_nccl_check --plugin "$name" --timeout $((step_timeout - 30))
+  done
 else
   echo "run.sh: tp_nccl_check was not staged" | tee -a "$all_log"
   total_fail=$((total_fail + 1))

@@ -118,11 +118,14 @@ CaseResult run(const TpCase& c, const RankContext& context) {
   const switchyard::CrossEntropy op = context.runtime->cross_entropy(p);
 
   Failures failures;
-  const int32_t expected_collectives = 3 + (argmax ? 1 : 0);
-  if (op.backend().forward_collectives != expected_collectives)
-    failures.add("forward_collectives states " + std::to_string(op.backend().forward_collectives) +
-                 ", expected " + std::to_string(expected_collectives) +
-                 " (MAX, [MIN argmax], SUM target|sum, SUM exp)");
+  // What the plugin says one forward of this problem issues (forward_collectives, ABI 1.1);
+  // the counted collectives must match it. A tensor-parallel plugin that states nothing fails.
+  const int32_t stated_collectives = op.backend().forward_collectives;
+  if (stated_collectives < 0)
+    failures.add("the plugin states no forward_collectives for this problem (got " +
+                 std::to_string(stated_collectives) + "): a tensor-parallel cross entropy must "
+                 "say how many collectives its forward issues (sy_cross_entropy."
+                 "forward_collectives)");
 
   // Inputs.
   const int64_t logits_stride = c.strided ? vp + 3 : vp;
@@ -185,16 +188,16 @@ CaseResult run(const TpCase& c, const RankContext& context) {
                        " although it refused the labels");
           break;
         }
-    return failures.empty() ? CaseResult{true, describe(c) + " (bad label refused)"}
-                            : CaseResult{false, failures.text()};
+    return failures.empty() ? CaseResult{true, false, describe(c) + " (bad label refused)"}
+                            : CaseResult{false, false, failures.text()};
   }
 
   op.forward(f);
   cuda_check(cudaStreamSynchronize(context.stream), "cudaStreamSynchronize after forward");
-  if (context.comm->collectives() != expected_collectives)
+  if (stated_collectives >= 0 && context.comm->collectives() != stated_collectives)
     failures.add("forward issued " + std::to_string(context.comm->collectives()) +
-                 " collectives (" + context.comm->trace() + "), expected " +
-                 std::to_string(expected_collectives));
+                 " collectives (" + context.comm->trace() + "), but the plugin states " +
+                 std::to_string(stated_collectives) + " (forward_collectives)");
 
   // The reference over the global vocabulary.
   conf::CeReferenceProblem rp;
@@ -267,8 +270,11 @@ CaseResult run(const TpCase& c, const RankContext& context) {
     if (!c.backward_in_place && logits.bytes() != logits_before)
       failures.add("backward changed the logits");
   }
-  return failures.empty() ? CaseResult{true, describe(c)}
-                          : CaseResult{false, failures.text() + " [" + describe(c) + "]"};
+  return failures.empty()
+             ? CaseResult{true, false,
+                          describe(c) + ", " + std::to_string(stated_collectives) +
+                              " collectives per forward as stated"}
+             : CaseResult{false, false, failures.text() + " [" + describe(c) + "]"};
 }
 
 }  // namespace
@@ -347,15 +353,39 @@ std::vector<TpCase> tp_cases() {
   return cases;
 }
 
+std::string missing_capability(const TpCase& c, uint32_t features, uint32_t dtypes) {
+  std::string missing;
+  auto need = [&](bool needed, uint32_t declared, uint32_t bit, const std::string& what) {
+    if (needed && (declared & bit) == 0) missing += (missing.empty() ? "" : ", ") + what;
+  };
+  need(true, features, SY_CE_FEATURE_TENSOR_PARALLEL, "tensor_parallel");
+  need(c.label_smoothing != 0, features, SY_CE_FEATURE_LABEL_SMOOTHING, "label_smoothing");
+  need((c.flags & SY_CE_IGNORE_INDEX) != 0, features, SY_CE_FEATURE_IGNORE_INDEX, "ignore_index");
+  need((c.flags & SY_CE_ARGMAX) != 0, features, SY_CE_FEATURE_ARGMAX, "argmax");
+  need((c.flags & SY_CE_GRAD_IN_FORWARD) != 0, features, SY_CE_FEATURE_GRAD_IN_FORWARD,
+       "grad_in_forward");
+  const auto dtype_bit = [](DLDataType t) {
+    return same_dtype(t, kF32) ? SY_DTYPE_F32 : same_dtype(t, kBF16) ? SY_DTYPE_BF16 : SY_DTYPE_F16;
+  };
+  need(true, dtypes, dtype_bit(c.logits_dtype), std::string("dtype ") + short_name(c.logits_dtype));
+  if (!same_dtype(c.grad_dtype, c.logits_dtype))
+    need(true, dtypes, dtype_bit(c.grad_dtype), std::string("dtype ") + short_name(c.grad_dtype));
+  return missing;
+}
+
 CaseResult run_tp_case(const TpCase& c, const RankContext& context) {
+  const std::string missing = missing_capability(c, context.features, context.dtypes);
+  if (!missing.empty())
+    return CaseResult{false, true, "the plugin does not declare " + missing + " [" + describe(c) + "]"};
   try {
     return run(c, context);
   } catch (const switchyard::Error& e) {
-    return CaseResult{false, std::string("unexpected ") + switchyard::status_name(e.status()) +
-                                 ": " + e.what() + " [" + describe(c) + "]"};
+    return CaseResult{false, false,
+                      std::string("unexpected ") + switchyard::status_name(e.status()) + ": " +
+                          e.what() + " [" + describe(c) + "]"};
   } catch (const std::exception& e) {
-    return CaseResult{false, std::string("unexpected exception: ") + e.what() + " [" +
-                                 describe(c) + "]"};
+    return CaseResult{false, false,
+                      std::string("unexpected exception: ") + e.what() + " [" + describe(c) + "]"};
   }
 }
 

@@ -44,12 +44,21 @@ struct RankContext {
   CountingComm* comm = nullptr;
   int32_t rank = 0;
   cudaStream_t stream = nullptr;  // a non-default stream: the plugin must use the one it gets
+  // What the plugin declares for cross entropy (FamilyInfo): a case needing a feature or dtype
+  // it does not declare is skipped, on every rank alike (no collective is issued).
+  uint32_t features = 0;  // SY_CE_FEATURE_*
+  uint32_t dtypes = 0;    // SY_DTYPE_*
 };
 
 struct CaseResult {
   bool passed = false;
-  std::string detail;  // the problem when passed, what went wrong otherwise
+  bool skipped = false;  // the plugin does not declare what the case needs
+  std::string detail;    // the problem when passed, what went wrong otherwise, why skipped
 };
+
+// Why the plugin cannot be asked for this case ("" when it can): a feature or dtype it does
+// not declare. The same answer on every rank.
+std::string missing_capability(const TpCase& c, uint32_t features, uint32_t dtypes);
 
 // Never throws: every problem is a failed case.
 CaseResult run_tp_case(const TpCase& c, const RankContext& context);

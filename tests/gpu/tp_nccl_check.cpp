@@ -5,12 +5,14 @@
 //   tp_nccl_check [--plugin NAME] [--timeout SECONDS]
 //       The parent: needs two GPUs (else prints a SKIP line and exits 77). It creates an NCCL
 //       unique id, runs itself twice (--rank 0 / --rank 1 with the id in hex), reads both
-//       ranks' reports, prints one merged PASS/FAIL line per case and the summary line
-//       "N passed, M failed, K skipped". Exit status 0 only when every case passed on both
-//       ranks and both ranks exited 0.
+//       ranks' reports, prints one merged PASS/FAIL/SKIP line per case
+//       ("tp2-nccl-<plugin>/<case>") and the summary line "N passed, M failed, K skipped".
+//       Exit status 0 when no case failed on either rank and both ranks exited 0 (77 when
+//       every case was skipped).
 //   tp_nccl_check --rank R --size 2 --id HEX [--plugin NAME]
 //       One rank: CUDA device R, an NcclComm from the id, the plugin bound through the
-//       Runtime with tp_size 2, every case of tp_ce_cases.cpp in order.
+//       Runtime with tp_size 2, every case of tp_ce_cases.cpp in order; a case needing a
+//       feature or dtype the plugin does not declare is skipped (on both ranks alike).
 //
 //   tp_nccl_check --self-test
 //       Checks the launcher itself without GPUs (CTest here): fake ranks that pass everything,
@@ -55,6 +57,7 @@ struct Options {
   // Launcher self-test only: ranks that report without GPUs.
   bool fake = false;
   std::string fake_fail;    // the case rank 1 reports as failed
+  std::string fake_skip;    // the case both ranks report as skipped
   int fake_hang_rank = -1;  // the rank that never reports
   bool self_test = false;
 };
@@ -77,6 +80,7 @@ bool parse(int argc, char** argv, Options* o, std::string* error) {
     else if (arg == "--timeout" && (v = value("--timeout"))) o->timeout_seconds = std::atoi(v);
     else if (arg == "--fake") o->fake = true;
     else if (arg == "--fake-fail" && (v = value("--fake-fail"))) o->fake_fail = v;
+    else if (arg == "--fake-skip" && (v = value("--fake-skip"))) o->fake_skip = v;
     else if (arg == "--fake-hang" && (v = value("--fake-hang"))) o->fake_hang_rank = std::atoi(v);
     else if (arg == "--self-test") o->self_test = true;
     else if (error->empty()) *error = "unknown argument '" + arg + "'";
@@ -99,7 +103,9 @@ int run_fake_rank(const Options& o) {
   int failed = 0;
   for (const gpu_test::TpCase& c : gpu_test::tp_cases()) {
     const bool fail = o.rank == 1 && c.name == o.fake_fail;
-    say(std::string(fail ? "FAIL " : "PASS ") + c.name + "  fake rank " + std::to_string(o.rank));
+    const bool skip = c.name == o.fake_skip;
+    say(std::string(fail ? "FAIL " : skip ? "SKIP " : "PASS ") + c.name + "  fake rank " +
+        std::to_string(o.rank));
     failed += fail ? 1 : 0;
   }
   return failed == 0 ? 0 : 1;
@@ -122,6 +128,8 @@ int run_rank(const Options& o) {
     switchyard::RuntimeOptions options;
     options.cross_entropy = o.plugin;
     const switchyard::Runtime runtime(options);
+    const switchyard::FamilyInfo declared =
+        runtime.select(switchyard::Family::CrossEntropy).plugin.cross_entropy;
     cudaStream_t stream = nullptr;
     if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
       say("FAIL rank-setup  cudaStreamCreateWithFlags failed");
@@ -132,15 +140,18 @@ int run_rank(const Options& o) {
     context.comm = &comm;
     context.rank = o.rank;
     context.stream = stream;
-    int failed = 0, passed = 0;
+    context.features = declared.features;
+    context.dtypes = declared.dtypes;
+    int failed = 0, passed = 0, skipped = 0;
     for (const gpu_test::TpCase& c : gpu_test::tp_cases()) {
       const gpu_test::CaseResult r = gpu_test::run_tp_case(c, context);
-      say(std::string(r.passed ? "PASS " : "FAIL ") + c.name + "  " + r.detail);
-      (r.passed ? passed : failed) += 1;
+      say(std::string(r.skipped ? "SKIP " : r.passed ? "PASS " : "FAIL ") + c.name + "  " +
+          r.detail);
+      (r.skipped ? skipped : r.passed ? passed : failed) += 1;
     }
     cudaStreamDestroy(stream);
     say("RANK " + std::to_string(o.rank) + " DONE " + std::to_string(passed) + " passed, " +
-        std::to_string(failed) + " failed");
+        std::to_string(failed) + " failed, " + std::to_string(skipped) + " skipped");
     return failed == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     say(std::string("FAIL rank-setup  ") + e.what());
@@ -180,6 +191,10 @@ bool spawn(const std::string& exe, const Options& o, int rank, const std::string
     if (!o.fake_fail.empty()) {
       args.push_back("--fake-fail");
       args.push_back(o.fake_fail.c_str());
+    }
+    if (!o.fake_skip.empty()) {
+      args.push_back("--fake-skip");
+      args.push_back(o.fake_skip.c_str());
     }
   }
   args.push_back(nullptr);
@@ -238,8 +253,10 @@ bool collect(std::vector<Child>& children, int timeout_seconds) {
   }
 }
 
+enum class Outcome { Pass, Fail, Skip };
+
 struct RankReport {
-  std::map<std::string, std::pair<bool, std::string>> results;  // case -> (passed, detail)
+  std::map<std::string, std::pair<Outcome, std::string>> results;  // case -> (outcome, detail)
 };
 
 RankReport parse_report(const std::string& text) {
@@ -247,13 +264,15 @@ RankReport parse_report(const std::string& text) {
   std::istringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {
-    const bool pass = line.rfind("PASS ", 0) == 0;
-    if (!pass && line.rfind("FAIL ", 0) != 0) continue;
+    Outcome outcome = Outcome::Fail;
+    if (line.rfind("PASS ", 0) == 0) outcome = Outcome::Pass;
+    else if (line.rfind("SKIP ", 0) == 0) outcome = Outcome::Skip;
+    else if (line.rfind("FAIL ", 0) != 0) continue;
     const std::string rest = line.substr(5);
     const auto gap = rest.find("  ");
     const std::string name = rest.substr(0, gap);
     const std::string detail = gap == std::string::npos ? "" : rest.substr(gap + 2);
-    report.results[name] = {pass, detail};
+    report.results[name] = {outcome, detail};
   }
   return report;
 }
@@ -277,7 +296,8 @@ Verdict run_parent(const Options& o) {
     const std::string why = count_error != cudaSuccess
                                 ? std::string("cudaGetDeviceCount: ") + cudaGetErrorString(count_error)
                                 : std::to_string(gpus) + " GPU" + (gpus == 1 ? "" : "s") + " visible";
-    say("SKIP tp2-nccl/*  tensor parallelism over NCCL needs 2 GPUs (" + why + ")");
+    say("SKIP tp2-nccl-" + o.plugin + "/*  tensor parallelism over NCCL needs 2 GPUs (" + why +
+        ")");
     say("0 passed, 0 failed, 1 skipped");
     return Verdict{0, 0, 1, kSkipped};
   }
@@ -286,7 +306,8 @@ Verdict run_parent(const Options& o) {
   std::vector<Child> children(kRanks);
   for (int r = 0; r < kRanks; ++r) {
     if (!spawn(exe, o, r, id, &children[r])) {
-      say("FAIL tp2-nccl/spawn  could not start rank " + std::to_string(r) + " (" + exe + ")");
+      say("FAIL tp2-nccl-" + o.plugin + "/spawn  could not start rank " + std::to_string(r) +
+          " (" + exe + ")");
       say("0 passed, 1 failed, 0 skipped");
       return Verdict{0, 1, 0, 1};
     }
@@ -300,13 +321,15 @@ Verdict run_parent(const Options& o) {
     std::string line;
     while (std::getline(lines, line)) say("[rank " + std::to_string(r) + "] " + line);
   }
-  say("---- merged (a case passes when it passes on both ranks)");
+  say("---- merged (a case passes when it passes on both ranks, is skipped when both skip it)");
+  const std::string prefix = "tp2-nccl-" + o.plugin + "/";
   const RankReport reports[kRanks] = {parse_report(children[0].text),
                                       parse_report(children[1].text)};
-  int passed = 0, failed = 0;
+  int passed = 0, failed = 0, skipped = 0;
   for (const gpu_test::TpCase& c : gpu_test::tp_cases()) {
     std::string why;
     std::string detail;
+    int skips = 0;
     for (int r = 0; r < kRanks; ++r) {
       const auto found = reports[r].results.find(c.name);
       if (found == reports[r].results.end()) {
@@ -314,18 +337,24 @@ Verdict run_parent(const Options& o) {
                (finished ? exit_text(children[r].status) : "timed out after " +
                                                                std::to_string(o.timeout_seconds) + " s") +
                "); ";
-      } else if (!found->second.first) {
+      } else if (found->second.first == Outcome::Fail) {
         why += "rank " + std::to_string(r) + ": " + found->second.second + "; ";
       } else {
+        skips += found->second.first == Outcome::Skip ? 1 : 0;
         detail = found->second.second;
       }
     }
-    if (why.empty()) {
-      ++passed;
-      say("PASS tp2-nccl/" + c.name + "  " + detail);
-    } else {
+    if (why.empty() && skips != 0 && skips != kRanks)
+      why = "skipped on one rank only (the ranks disagree on what the plugin declares): " + detail;
+    if (!why.empty()) {
       ++failed;
-      say("FAIL tp2-nccl/" + c.name + "  " + why);
+      say("FAIL " + prefix + c.name + "  " + why);
+    } else if (skips == kRanks) {
+      ++skipped;
+      say("SKIP " + prefix + c.name + "  " + detail);
+    } else {
+      ++passed;
+      say("PASS " + prefix + c.name + "  " + detail);
     }
   }
   bool ranks_ok = finished;
@@ -333,34 +362,66 @@ Verdict run_parent(const Options& o) {
     ranks_ok = ranks_ok && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
   if (!ranks_ok && failed == 0) {
     ++failed;
-    say("FAIL tp2-nccl/ranks  a rank ended badly although every case passed: " +
+    say("FAIL " + prefix + "ranks  a rank ended badly although no case failed: " +
         exit_text(children[0].status) + ", " + exit_text(children[1].status));
   }
-  say(std::to_string(passed) + " passed, " + std::to_string(failed) + " failed, 0 skipped");
-  return Verdict{passed, failed, 0, failed == 0 ? 0 : 1};
+  say(std::to_string(passed) + " passed, " + std::to_string(failed) + " failed, " +
+      std::to_string(skipped) + " skipped");
+  const int code = failed != 0 ? 1 : passed == 0 && skipped != 0 ? kSkipped : 0;
+  return Verdict{passed, failed, skipped, code};
 }
 
 // The launcher without GPUs: every verdict the parent can reach, from scripted ranks.
 int self_test(const Options& base) {
   const int cases = static_cast<int>(gpu_test::tp_cases().size());
   int problems = 0;
-  auto expect = [&](const char* scenario, const Verdict& got, int passed, int failed, int code) {
-    const bool ok = got.passed == passed && got.failed == failed && got.exit_code == code;
-    std::fprintf(stderr, "self-test %s: %s (got %d passed, %d failed, exit %d; expected %d, %d, %d)\n",
-                 scenario, ok ? "ok" : "WRONG", got.passed, got.failed, got.exit_code, passed,
-                 failed, code);
+  auto expect = [&](const char* scenario, const Verdict& got, int passed, int failed,
+                    int skipped, int code) {
+    const bool ok = got.passed == passed && got.failed == failed && got.skipped == skipped &&
+                    got.exit_code == code;
+    std::fprintf(stderr,
+                 "self-test %s: %s (got %d passed, %d failed, %d skipped, exit %d; expected %d, "
+                 "%d, %d, %d)\n",
+                 scenario, ok ? "ok" : "WRONG", got.passed, got.failed, got.skipped,
+                 got.exit_code, passed, failed, skipped, code);
     problems += ok ? 0 : 1;
   };
   Options o = base;
   o.fake = true;
   o.timeout_seconds = 30;
-  expect("all pass", run_parent(o), cases, 0, 0);
+  expect("all pass", run_parent(o), cases, 0, 0, 0);
   o.fake_fail = gpu_test::tp_cases()[3].name;
-  expect("one case fails on rank 1", run_parent(o), cases - 1, 1, 1);
+  expect("one case fails on rank 1", run_parent(o), cases - 1, 1, 0, 1);
   o.fake_fail.clear();
+  o.fake_skip = gpu_test::tp_cases()[2].name;
+  expect("one case skipped on both ranks", run_parent(o), cases - 1, 0, 1, 0);
+  o.fake_skip.clear();
+  // What a rank skips: a case needing an undeclared feature or dtype, and nothing else.
+  const uint32_t all_features = SY_CE_FEATURE_LABEL_SMOOTHING | SY_CE_FEATURE_IGNORE_INDEX |
+                                SY_CE_FEATURE_ARGMAX | SY_CE_FEATURE_GRAD_IN_FORWARD |
+                                SY_CE_FEATURE_TENSOR_PARALLEL;
+  const uint32_t all_dtypes = SY_DTYPE_F32 | SY_DTYPE_F16 | SY_DTYPE_BF16;
+  int wrong_skips = 0;
+  for (const gpu_test::TpCase& c : gpu_test::tp_cases()) {
+    const bool argmax = (c.flags & SY_CE_ARGMAX) != 0;
+    const std::string full = gpu_test::missing_capability(c, all_features, all_dtypes);
+    const std::string no_argmax =
+        gpu_test::missing_capability(c, all_features & ~SY_CE_FEATURE_ARGMAX, all_dtypes);
+    const std::string no_f16 =
+        gpu_test::missing_capability(c, all_features, all_dtypes & ~SY_DTYPE_F16);
+    const std::string no_tp =
+        gpu_test::missing_capability(c, all_features & ~SY_CE_FEATURE_TENSOR_PARALLEL, all_dtypes);
+    const bool f16 = c.name.rfind("f16/", 0) == 0 || c.name == "f32/grad-f16";
+    wrong_skips += !full.empty() || (no_argmax.find("argmax") != std::string::npos) != argmax ||
+                   (no_f16.find("dtype f16") != std::string::npos) != f16 ||
+                   no_tp.find("tensor_parallel") == std::string::npos;
+  }
+  std::fprintf(stderr, "self-test skip rules: %s (%d cases decided wrongly)\n",
+               wrong_skips == 0 ? "ok" : "WRONG", wrong_skips);
+  problems += wrong_skips == 0 ? 0 : 1;
   o.fake_hang_rank = 1;
   o.timeout_seconds = 2;
-  expect("rank 1 hangs", run_parent(o), 0, cases, 1);
+  expect("rank 1 hangs", run_parent(o), 0, cases, 0, 1);
   return problems == 0 ? 0 : 1;
 }
 

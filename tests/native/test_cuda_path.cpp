@@ -175,9 +175,11 @@ TEST_CASE("workspace_size of a CUDA problem is pure arithmetic over the document
       int64_t bytes = -1;
       sy_error err = make_error();
       REQUIRE(ce().workspace_size(&p, &bytes, &err) == SY_OK);
-      // fp32 logits copy; local max, global max, sum of exp (fp32); target | sum (2 x fp32);
-      // argmax (int64); the label flag; 256 bytes of slack for an unaligned pointer.
-      const int64_t expected = align256(rows * vocab * 4) + 3 * align256(rows * 4) +
+      // fp32 logits copy with rows of whole 8-element chunks; local max, global max, sum of
+      // exp (fp32); target | sum (2 x fp32); argmax (int64); the label flag; 256 bytes of
+      // slack for an unaligned pointer.
+      const int64_t padded_vocab = (vocab + 7) / 8 * 8;
+      const int64_t expected = align256(rows * padded_vocab * 4) + 3 * align256(rows * 4) +
                                2 * align256(rows * 8) + align256(8) + 256;
       CHECK(bytes == expected);
     }
@@ -192,8 +194,9 @@ TEST_CASE("workspace_size of a CUDA problem is pure arithmetic over the document
       int64_t bytes = -1;
       sy_error err = make_error();
       REQUIRE(norm().workspace_size(&p, &bytes, &err) == SY_OK);
-      // dgamma and dbeta partials: one row of H doubles per 64 rows; none for L2Norm.
-      const int64_t partials = align256((rows + 63) / 64 * 300 * 8);
+      // dgamma and dbeta partials: one row of H doubles (padded to whole 8-element chunks)
+      // per 64 rows; none for L2Norm.
+      const int64_t partials = align256((rows + 63) / 64 * 304 * 8);
       CHECK(bytes == (kind == SY_NORM_L2 ? 0 : 2 * partials + 256));
     }
   }

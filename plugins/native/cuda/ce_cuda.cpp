@@ -13,6 +13,7 @@
 #include "../ce_semantics.hpp"
 #include "../tensor_layout.hpp"
 #include "ce_kernels.hpp"
+#include "chunk_geometry.hpp"
 #include "cuda_check.hpp"
 #include "tensor_args.hpp"
 
@@ -29,7 +30,7 @@ constexpr unsigned long long kNoBadRow = ~0ull;
 
 // The workspace, carved in a fixed order from its first 256-aligned byte.
 struct CeWorkspace {
-  float* z = nullptr;               // [N, Vp] fp32 copy, then z - max, then exp(z - max)
+  float* z = nullptr;               // [N, z_stride] fp32 copy, then z - max, then exp(z - max)
   float* local_max = nullptr;       // [N]
   float* global_max = nullptr;      // [N]
   float* target_and_sum = nullptr;  // [2N]: target logit | sum of shifted logits
@@ -49,8 +50,10 @@ struct CeWorkspace {
       at = align_up(at + bytes, kAlignment);
       return offset;
     };
-    s.z = place(checked_multiply(checked_multiply(n, p.vocab_local, "rows x vocab_local"), 4,
-                                 "the fp32 logits copy"));
+    // Rows of whole chunks (padded_columns): 32-byte aligned, never a cut chunk.
+    s.z = place(checked_multiply(
+        checked_multiply(n, padded_columns(p.vocab_local), "rows x vocab_local"), 4,
+        "the fp32 logits copy"));
     s.local_max = place(n * 4);
     s.global_max = place(n * 4);
     s.target_and_sum = place(n * 8);
@@ -89,6 +92,8 @@ Smoothing smoothing_of(const sy_ce_problem& p) {
   Smoothing s;
   s.weight = smoothing_weight(p);
   s.uniform = s.weight / static_cast<double>(p.vocab_size);
+  s.q_target = static_cast<float>((1.0 - s.weight) + s.uniform);
+  s.q_other = static_cast<float>(s.uniform);
   return s;
 }
 
@@ -161,6 +166,7 @@ void ce_cuda_forward(const sy_ce_forward_args& a) {
   const sy_ce_problem& p = *a.problem;
   const int64_t n = p.rows;
   const int64_t vp = p.vocab_local;
+  const int64_t zs = padded_columns(vp);
   const bool tensor_parallel = p.tp_size > 1;
   const bool want_argmax = (p.flags & SY_CE_ARGMAX) != 0;
   const Smoothing smoothing = smoothing_of(p);
@@ -173,8 +179,8 @@ void ce_cuda_forward(const sy_ce_forward_args& a) {
   if ((p.flags & SY_CE_CHECK_LABELS) != 0) check_labels(p, labels, rule, ws.first_bad, stream);
 
   // logits.float(); torch.max(dim=-1) with the lowest index of the maximum.
-  check(launch_upcast(matrix_of(a.logits), n, vp, ws.z, stream), "the fp32 upcast kernel");
-  check(launch_row_max(ws.z, n, vp, ws.local_max, ws.argmax, stream), "the row-max kernel");
+  check(launch_upcast(matrix_of(a.logits), n, vp, ws.z, zs, stream), "the fp32 upcast kernel");
+  check(launch_row_max(ws.z, n, vp, zs, ws.local_max, ws.argmax, stream), "the row-max kernel");
 
   // all_reduce(MAX); the lowest global index of the maximum: all_reduce(MIN).
   const float* global_max = ws.local_max;
@@ -194,13 +200,14 @@ void ce_cuda_forward(const sy_ce_forward_args& a) {
   // z - max, the target logit, (sum of z - max), exp, sum of exp.
   float* target = ws.target_and_sum;
   float* sum_shifted = ws.target_and_sum + n;
-  check(launch_subtract_max(ws.z, n, vp, global_max, stream), "the subtract-max kernel");
-  check(launch_gather_target(ws.z, n, vp, labels, rule, target, stream),
+  check(launch_subtract_max(ws.z, n, vp, zs, global_max, stream), "the subtract-max kernel");
+  check(launch_gather_target(ws.z, n, vp, zs, labels, rule, target, stream),
         "the target-gather kernel");
   if (smoothed)
-    check(launch_row_sum(ws.z, n, vp, sum_shifted, stream), "the shifted-logit row-sum kernel");
-  check(launch_exp(ws.z, n, vp, stream), "the exp kernel");
-  check(launch_row_sum(ws.z, n, vp, ws.sum_exp, stream), "the exp row-sum kernel");
+    check(launch_row_sum(ws.z, n, vp, zs, sum_shifted, stream),
+          "the shifted-logit row-sum kernel");
+  check(launch_exp(ws.z, n, vp, zs, stream), "the exp kernel");
+  check(launch_row_sum(ws.z, n, vp, zs, ws.sum_exp, stream), "the exp row-sum kernel");
 
   if (tensor_parallel) {
     all_reduce(*a.tp, ws.target_and_sum, ws.target_and_sum, smoothed ? 2 * n : n, sy::kF32,
@@ -231,6 +238,7 @@ void ce_cuda_forward(const sy_ce_forward_args& a) {
     grad.rows = n;
     grad.vocab_local = vp;
     grad.exp_z = ws.z;
+    grad.z_stride = zs;
     grad.sum_exp = ws.sum_exp;
     grad.grad_scale = typed<float>(a.grad_scale);
     grad.labels = labels;

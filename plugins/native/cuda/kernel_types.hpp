@@ -34,18 +34,26 @@ struct LabelRule {
 struct Smoothing {
   double weight = 0;   // s
   double uniform = 0;  // s / V
+  // q at the target column, (1 - s) + s / V, and elsewhere, s / V, rounded to fp32 once on
+  // the host (the CUDA gradients are fp32).
+  float q_target = 1.0f;
+  float q_other = 0.0f;
 };
 
 // A matrix argument: element (i, j) is at data + i * row_stride + j (in elements).
+// vector_rows: every row starts 16-byte aligned (chunk_geometry.hpp), so whole chunks of a row
+// may move as 16-byte accesses.
 struct Matrix {
   const void* data = nullptr;
   int64_t row_stride = 0;
   Dtype type = Dtype::F32;
+  bool vector_rows = false;
 };
 struct MutableMatrix {
   void* data = nullptr;
   int64_t row_stride = 0;
   Dtype type = Dtype::F32;
+  bool vector_rows = false;
 };
 
 }  // namespace switchyard::native::cuda

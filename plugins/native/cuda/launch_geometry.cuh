@@ -1,7 +1,11 @@
-// Grid shapes of the native CUDA kernels. Results never depend on them: row kernels reduce a
-// row in one block of a fixed size, element kernels compute each element alone.
+// Grid shapes of the native CUDA kernels (the block shapes and tiles are in chunk_geometry.hpp).
+// Results never depend on the grid: row kernels reduce a row in one block of a size fixed by the
+// row length, element kernels compute each element alone, and every kernel loops when the grid
+// is capped.
 #ifndef SWITCHYARD_NATIVE_CUDA_LAUNCH_GEOMETRY_CUH
 #define SWITCHYARD_NATIVE_CUDA_LAUNCH_GEOMETRY_CUH
+
+#include "chunk_geometry.hpp"
 
 #include <cuda_runtime.h>
 
@@ -10,17 +14,15 @@
 
 namespace switchyard::native::cuda {
 
-constexpr int kElementThreads = 256;       // element-wise kernels: a 2-D grid of columns x rows
-constexpr int kPerRowThreads = 256;        // one thread per row
-constexpr int64_t kMaxGridX = 1 << 20;     // kernels loop when there is more work
+constexpr int kPerRowThreads = 256;     // one thread per row
+constexpr int64_t kMaxGridX = 1 << 20;  // kernels loop when there is more work
 constexpr int64_t kMaxGridY = 65535;
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Columns in x (blocks of kElementThreads), rows in y.
-inline dim3 element_grid(int64_t rows, int64_t columns) {
-  return dim3(static_cast<unsigned>(std::min(ceil_div(columns, kElementThreads), kMaxGridX)),
-              static_cast<unsigned>(std::min(rows, kMaxGridY)));
+// One block per tile (chunk_geometry.hpp).
+inline dim3 tile_grid(const TileSpace& s) {
+  return dim3(static_cast<unsigned>(std::min(s.tiles, kMaxGridX)));
 }
 
 // One block per row.
@@ -34,16 +36,10 @@ inline dim3 per_row_grid(int64_t rows) {
 }
 
 // Loop bounds inside the kernels.
-#define SY_FOR_ROWS_Y(i, rows) for (int64_t i = blockIdx.y; i < (rows); i += gridDim.y)
-#define SY_FOR_COLUMNS_X(j, columns)                                                  \
-  for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;      \
-       j < (columns); j += static_cast<int64_t>(gridDim.x) * blockDim.x)
 #define SY_FOR_ROW_BLOCKS(i, rows) for (int64_t i = blockIdx.x; i < (rows); i += gridDim.x)
 #define SY_FOR_ROW_THREADS(i, rows)                                                   \
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;      \
        i < (rows); i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-#define SY_FOR_BLOCK_COLUMNS(j, columns) \
-  for (int64_t j = threadIdx.x; j < (columns); j += blockDim.x)
 
 }  // namespace switchyard::native::cuda
 

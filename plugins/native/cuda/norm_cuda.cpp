@@ -3,6 +3,7 @@
 #include "norm_cuda.hpp"
 
 #include "../tensor_layout.hpp"
+#include "chunk_geometry.hpp"
 #include "cuda_check.hpp"
 #include "norm_kernels.hpp"
 #include "tensor_args.hpp"
@@ -16,8 +17,10 @@ constexpr int64_t kAlignment = 256;
 
 bool has(const sy_norm_problem& p, uint32_t flag) { return (p.flags & flag) != 0; }
 
+// One partial row of padded_columns(H) doubles per kRowsPerPartial rows.
 int64_t partial_bytes(const sy_norm_problem& p) {
-  return align_up(checked_multiply(checked_multiply(weight_partial_blocks(p.rows), p.hidden,
+  return align_up(checked_multiply(checked_multiply(weight_partial_blocks(p.rows),
+                                                    padded_columns(p.hidden),
                                                     "row blocks x hidden"),
                                    8, "the dgamma partials"),
                   kAlignment);
@@ -60,6 +63,8 @@ void norm_cuda_forward(const sy_norm_forward_args& a) {
     f.gamma = data_of(a.weight);
     f.beta = data_of(a.bias);
     f.weight_type = dtype_of(p.weight_dtype);
+    f.gamma_vector = vector_aligned(f.gamma);
+    f.beta_vector = vector_aligned(f.beta);
   }
   f.y = mutable_matrix_of(a.y);
   f.mean = p.kind == SY_NORM_LAYER ? mutable_typed<float>(a.mean) : nullptr;
@@ -97,6 +102,8 @@ void norm_cuda_backward(const sy_norm_backward_args& a) {
     b.gamma = data_of(a.weight);
     b.beta = data_of(a.bias);
     b.weight_type = dtype_of(p.weight_dtype);
+    b.gamma_vector = vector_aligned(b.gamma);
+    b.beta_vector = vector_aligned(b.beta);
   }
   b.mean = p.kind == SY_NORM_LAYER && !memory_efficient ? typed<float>(a.mean) : nullptr;
   b.rstd = typed<float>(a.rstd);
@@ -108,8 +115,9 @@ void norm_cuda_backward(const sy_norm_backward_args& a) {
   double* partial_beta = nullptr;
   if (weight_grads) {
     char* base = aligned_workspace(a.workspace, kAlignment);
-    partial_gamma = reinterpret_cast<double*>(base);
-    partial_beta = reinterpret_cast<double*>(base + partial_bytes(p));
+    // Only the partials of a requested gradient are computed.
+    if (a.dweight != nullptr) partial_gamma = reinterpret_cast<double*>(base);
+    if (a.dbias != nullptr) partial_beta = reinterpret_cast<double*>(base + partial_bytes(p));
     // Before dx: dx may be written over dy or x_or_y.
     check(launch_norm_weight_partials(b, partial_gamma, partial_beta, stream),
           "the dgamma/dbeta partial-sum kernel");

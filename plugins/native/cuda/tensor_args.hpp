@@ -3,6 +3,7 @@
 #define SWITCHYARD_NATIVE_CUDA_TENSOR_ARGS_HPP
 
 #include "../row_io.hpp"
+#include "chunk_geometry.hpp"
 #include "kernel_types.hpp"
 
 #include <switchyard/plugin_helpers.hpp>
@@ -36,13 +37,28 @@ T* mutable_typed(DLTensor* t) {
   return static_cast<T*>(mutable_data_of(t));
 }
 
+// Whether a vector's data starts 16-byte aligned (NULL: no).
+inline bool vector_aligned(const void* data) {
+  return data != nullptr && reinterpret_cast<uintptr_t>(data) % 16 == 0;
+}
+
+// 2-D tensors only (validated): row stride from strides[0] or the row length.
 inline Matrix matrix_of(const DLTensor* t) {
   if (t == nullptr) return Matrix{};
-  return Matrix{data_of(t), sy::row_stride(*t), dtype_of(t->dtype)};
+  const Dtype type = dtype_of(t->dtype);
+  const void* data = data_of(t);
+  const int64_t stride = sy::row_stride(*t);
+  return Matrix{data, stride, type,
+                rows_16_byte_aligned(reinterpret_cast<uintptr_t>(data), stride, dtype_bytes(type))};
 }
 inline MutableMatrix mutable_matrix_of(DLTensor* t) {
   if (t == nullptr) return MutableMatrix{};
-  return MutableMatrix{mutable_data_of(t), sy::row_stride(*t), dtype_of(t->dtype)};
+  const Dtype type = dtype_of(t->dtype);
+  void* data = mutable_data_of(t);
+  const int64_t stride = sy::row_stride(*t);
+  return MutableMatrix{
+      data, stride, type,
+      rows_16_byte_aligned(reinterpret_cast<uintptr_t>(data), stride, dtype_bytes(type))};
 }
 
 // A raw workspace pointer rounded up to `alignment` (the caller's pointer need not be aligned;
