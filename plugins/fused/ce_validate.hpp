@@ -1,9 +1,12 @@
 // Cross-entropy argument checking: everything that can be decided from the problem and the
-// tensor descriptors without reading tensor data. Every function throws sy::Failure with a
-// message naming the argument, what was given and what is expected.
+// tensor descriptors without reading tensor data. The ABI's rules are the SDK's
+// (<switchyard/ce_checks.hpp>); fused adds its devices, limits, aliasing rule and workspace.
+// Every function throws sy::Failure with a message naming the argument, what was given and
+// what is expected.
 #ifndef SWITCHYARD_FUSED_CE_VALIDATE_HPP
 #define SWITCHYARD_FUSED_CE_VALIDATE_HPP
 
+#include <switchyard/ce_checks.hpp>
 #include <switchyard/loss.h>
 
 #include <cstdint>
@@ -20,8 +23,7 @@ inline constexpr int64_t kMaxVocabLocal = int64_t{65535} * 16384;
 void validate_ce_problem(const sy_ce_problem* problem);
 
 // The args struct and its problem pointer, before anything else is read.
-const sy_ce_problem& ce_problem_of(const sy_ce_forward_args* args);
-const sy_ce_problem& ce_problem_of(const sy_ce_backward_args* args);
+using sy::ce_problem_of;
 
 // Tensors, communicator, aliasing and workspace (after validate_ce_problem).
 void validate_ce_forward(const sy_ce_forward_args* args, int64_t required_workspace_bytes);

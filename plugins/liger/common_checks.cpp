@@ -2,23 +2,9 @@
 
 #include <switchyard/plugin_helpers.hpp>
 
-#include <cstdio>
-
 namespace switchyard::liger {
 
 std::string str(int64_t value) { return std::to_string(value); }
-
-std::string real(float value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%g", static_cast<double>(value));
-  return buffer;
-}
-
-std::string hex(uint32_t value) {
-  char buffer[16];
-  std::snprintf(buffer, sizeof buffer, "0x%x", value);
-  return buffer;
-}
 
 void invalid(const std::string& message) { sy::fail(SY_ERR_INVALID_ARGUMENT, message); }
 
@@ -29,13 +15,6 @@ void require_cuda_problem_device(DLDevice device) {
                                    "CPU tensors");
 }
 
-void require_data_dtype(DLDataType dtype, const char* field) {
-  if (sy::dtype_bit(dtype) != 0) return;
-  sy::fail(SY_ERR_UNSUPPORTED, std::string("problem.") + field + " = " + sy::dtype_name(dtype) +
-                                   " is not supported by liger; supported: float32, bfloat16, "
-                                   "float16");
-}
-
 void require_row_count(int64_t rows) {
   if (rows <= kMaxRows) return;
   sy::fail(SY_ERR_UNSUPPORTED, "problem.rows = " + str(rows) +
@@ -44,16 +23,7 @@ void require_row_count(int64_t rows) {
 }
 
 void require_workspace(const void* workspace, int64_t workspace_bytes, int64_t required) {
-  if (required <= 0) return;
-  if (workspace_bytes < required)
-    invalid("workspace_bytes = " + str(workspace_bytes) + " is too small: liger needs " +
-            str(required) + " bytes for this problem; allocate workspace_size(problem) bytes");
-  if (workspace == nullptr)
-    invalid("workspace is NULL but liger needs " + str(required) +
-            " bytes of device memory for this problem (workspace_size)");
-  if (reinterpret_cast<uintptr_t>(workspace) % 16 != 0)
-    invalid("workspace is not 16-byte aligned; pass the start of a cudaMalloc'd buffer (or an "
-            "offset that is a multiple of 16)");
+  sy::require_workspace(workspace, workspace_bytes, required, "liger", kWorkspaceAlignment);
 }
 
 Dt to_dt(DLDataType dtype) {

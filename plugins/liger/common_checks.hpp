@@ -1,5 +1,6 @@
-// Checks and small conversions shared by liger's cross-entropy and norm validation. Overlap
-// detection comes from plugins/native/tensor_layout (compiled into this plugin, not copied).
+// Checks and small conversions shared by liger's cross-entropy and norm validation. The ABI's
+// rules, overlap detection and the workspace check come from the SDK
+// (<switchyard/ce_checks.hpp>, <switchyard/norm_checks.hpp>, <switchyard/tensor_layout.hpp>).
 #ifndef SWITCHYARD_LIGER_COMMON_CHECKS_HPP
 #define SWITCHYARD_LIGER_COMMON_CHECKS_HPP
 
@@ -14,16 +15,14 @@ namespace switchyard::liger {
 
 // The kernels index a block per row with a 32-bit grid.
 constexpr int64_t kMaxRows = 2147483647;
+// The workspace's alignment: the kernels access it 16 bytes at a time.
+constexpr int64_t kWorkspaceAlignment = 16;
 
 std::string str(int64_t value);
-std::string real(float value);  // "%g"
-std::string hex(uint32_t value);
 [[noreturn]] void invalid(const std::string& message);
 
 // UNSUPPORTED unless `device` is a CUDA device (problem.device).
 void require_cuda_problem_device(DLDevice device);
-// UNSUPPORTED unless float32, bfloat16 or float16; `field` names the problem field.
-void require_data_dtype(DLDataType dtype, const char* field);
 // UNSUPPORTED for more rows than one grid dimension holds.
 void require_row_count(int64_t rows);
 // INVALID_ARGUMENT unless the workspace covers `required` bytes, is set and 16-byte aligned.

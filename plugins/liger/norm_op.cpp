@@ -3,6 +3,7 @@
 #include "common_checks.hpp"
 #include "cuda_support.hpp"
 #include "kernels/launch.hpp"
+#include "kernels/norm_geometry.hpp"
 #include "norm_validate.hpp"
 
 #include <switchyard/plugin_helpers.hpp>
@@ -59,7 +60,7 @@ void norm_forward(const sy_norm_forward_args& args, const Options& options) {
   k.rstd = sy::data_as<float>(*args.rstd);
   k.aligned = all_aligned({args.x, args.residual, args.residual_out, args.weight, args.bias,
                            args.y});
-  k.threads = row_threads(p.hidden);
+  k.threads = norm_forward_threads(p.hidden);  // the row in registers up to H = 16384
   DeviceGuard device(p.device.device_id);
   check_cuda(launch_norm_forward(k, static_cast<cudaStream_t>(args.stream)),
              std::string("launching the ") + norm_kind_name(p.kind) + " forward kernel");
@@ -100,7 +101,7 @@ void norm_backward(const sy_norm_backward_args& args, const Options& options) {
   }
   k.aligned = all_aligned({args.dy, args.x_or_y, args.weight, args.bias, args.d_residual_out,
                            args.dx});
-  k.threads = row_threads(p.hidden);
+  k.threads = norm_backward_threads(p.hidden);  // one chunk per thread up to H = 8192
 
   DeviceGuard device(p.device.device_id);
   cudaStream_t stream = static_cast<cudaStream_t>(args.stream);

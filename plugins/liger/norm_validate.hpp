@@ -10,14 +10,14 @@
 #define SWITCHYARD_LIGER_NORM_VALIDATE_HPP
 
 #include <switchyard/norm.h>
+#include <switchyard/norm_checks.hpp>
 
 #include <cstdint>
 
 namespace switchyard::liger {
 
 void validate_norm_problem(const sy_norm_problem* problem);
-const sy_norm_problem& norm_problem_of(const sy_norm_forward_args* args);
-const sy_norm_problem& norm_problem_of(const sy_norm_backward_args* args);
+using sy::norm_problem_of;
 void validate_norm_forward(const sy_norm_forward_args* args);
 void validate_norm_backward(const sy_norm_backward_args* args);
 
@@ -29,7 +29,7 @@ struct NormWorkspaceLayout {
 };
 NormWorkspaceLayout norm_workspace_layout(const sy_norm_problem& problem);
 
-const char* norm_kind_name(sy_norm_kind kind);
+using sy::norm_kind_name;  // "LayerNorm", "RMSNorm", "L2Norm"
 
 }  // namespace switchyard::liger
 

@@ -15,7 +15,6 @@
 
 #include "ce_semantics.hpp"
 #include "row_io.hpp"
-#include "tensor_layout.hpp"
 #include "thread_pool.hpp"
 
 #include <switchyard/plugin_helpers.hpp>
@@ -48,11 +47,11 @@ struct CeWorkspace {
     int64_t at = 0;
     auto place = [&](int64_t bytes) {
       const int64_t offset = at;
-      at = align_up(at + bytes, kAlignment);
+      at = sy::align_up(at + bytes, kAlignment);
       return offset;
     };
-    s.logits32 = place(checked_multiply(checked_multiply(n, p.vocab_local, "rows x vocab_local"),
-                                        4, "the fp32 logits copy"));
+    s.logits32 = place(sy::checked_multiply(
+        sy::checked_multiply(n, p.vocab_local, "rows x vocab_local"), 4, "the fp32 logits copy"));
     s.local_max = place(n * 4);
     s.global_max = place(n * 4);
     s.target_and_sum = place(n * 8);

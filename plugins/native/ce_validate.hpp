@@ -1,10 +1,12 @@
 // Device-independent argument checking for cross entropy: everything that can be decided
-// from the problem and the tensor descriptors without reading tensor data. Every function
-// throws sy::Failure with a message that names the argument, what was given and what is
-// expected.
+// from the problem and the tensor descriptors without reading tensor data. The ABI's rules
+// are the SDK's (<switchyard/ce_checks.hpp>); what is added here is native's: the collective
+// it needs, its aliasing rule and its workspace. Every function throws sy::Failure with a
+// message that names the argument, what was given and what is expected.
 #ifndef SWITCHYARD_NATIVE_CE_VALIDATE_HPP
 #define SWITCHYARD_NATIVE_CE_VALIDATE_HPP
 
+#include <switchyard/ce_checks.hpp>
 #include <switchyard/loss.h>
 
 #include <cstdint>
@@ -24,8 +26,7 @@ void validate_ce_forward(const sy_ce_forward_args* args, int64_t required_worksp
 void validate_ce_backward(const sy_ce_backward_args* args);
 
 // The args struct and its problem pointer, before anything else is read.
-const sy_ce_problem& ce_problem_of(const sy_ce_forward_args* args);
-const sy_ce_problem& ce_problem_of(const sy_ce_backward_args* args);
+using sy::ce_problem_of;
 
 }  // namespace switchyard::native
 

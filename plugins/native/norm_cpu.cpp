@@ -2,7 +2,6 @@
 
 #include "norm_validate.hpp"
 #include "row_io.hpp"
-#include "tensor_layout.hpp"
 #include "thread_pool.hpp"
 
 #include <switchyard/plugin_helpers.hpp>
@@ -35,7 +34,7 @@ Parameters prepare_parameters(const sy_norm_problem& p, const DLTensor* weight,
   const int64_t h = p.hidden;
   double* gamma = static_cast<double*>(workspace);
   double* beta = reinterpret_cast<double*>(static_cast<char*>(workspace) +
-                                           align_up(h * 8, kAlignment));
+                                           sy::align_up(h * 8, kAlignment));
   const DataType weight_type = data_type(p.weight_dtype);
   if (has(p, SY_NORM_ZERO_CENTERED_GAMMA)) {
     float* as_float = reinterpret_cast<float*>(beta);  // beta's slot is free until below
@@ -158,7 +157,8 @@ void weight_gradients(const sy_norm_backward_args& a, const Parameters& params) 
 }  // namespace
 
 int64_t norm_cpu_workspace_bytes(const sy_norm_problem& problem) {
-  return 2 * align_up(checked_multiply(problem.hidden, 8, "hidden x 8 bytes"), kAlignment);
+  return 2 *
+         sy::align_up(sy::checked_multiply(problem.hidden, 8, "hidden x 8 bytes"), kAlignment);
 }
 
 void norm_cpu_forward(const sy_norm_forward_args& a) {

@@ -1,6 +1,7 @@
 // Device-independent argument checking for LayerNorm / RMSNorm / L2Norm: everything that can
-// be decided from the problem and the tensor descriptors. Throws sy::Failure naming the
-// argument, what was given and what is expected.
+// be decided from the problem and the tensor descriptors. The ABI's rules are the SDK's
+// (<switchyard/norm_checks.hpp>); native adds its aliasing rules and its workspace. Throws
+// sy::Failure naming the argument, what was given and what is expected.
 //
 // Choices (documented in plugins/native/README.md):
 //   - L2Norm has no gamma/beta: weight, bias, dweight and dbias must be NULL (refused, since a
@@ -16,6 +17,7 @@
 #define SWITCHYARD_NATIVE_NORM_VALIDATE_HPP
 
 #include <switchyard/norm.h>
+#include <switchyard/norm_checks.hpp>
 
 #include <cstdint>
 
@@ -25,10 +27,8 @@ void validate_norm_problem(const sy_norm_problem* problem);
 void validate_norm_forward(const sy_norm_forward_args* args, int64_t required_workspace_bytes);
 void validate_norm_backward(const sy_norm_backward_args* args, int64_t required_workspace_bytes);
 
-const sy_norm_problem& norm_problem_of(const sy_norm_forward_args* args);
-const sy_norm_problem& norm_problem_of(const sy_norm_backward_args* args);
-
-const char* norm_kind_name(sy_norm_kind kind);  // "LayerNorm", "RMSNorm", "L2Norm"
+using sy::norm_kind_name;  // "LayerNorm", "RMSNorm", "L2Norm"
+using sy::norm_problem_of;
 
 }  // namespace switchyard::native
 

@@ -93,4 +93,10 @@ int64_t load_label(DLDataType dtype, const void* base, int64_t index) {
   return static_cast<const int64_t*>(base)[index];
 }
 
+RowView::RowView(const DLTensor& tensor)
+    : base(sy::data_as<char>(tensor)),
+      element_bytes((tensor.dtype.bits * tensor.dtype.lanes + 7) / 8) {
+  row_bytes = (tensor.ndim == 2 ? sy::row_stride(tensor) : 1) * element_bytes;
+}
+
 }  // namespace switchyard::native

@@ -33,6 +33,17 @@ void store_row(DataType type, void* dst, int64_t count, const double* src);
 // Integer labels (int32 or int64) as int64.
 int64_t load_label(DLDataType dtype, const void* base, int64_t index);
 
+// Row i of a 1-D or 2-D tensor that passed sy::check_tensor.
+struct RowView {
+  char* base = nullptr;       // element [0, 0]
+  int64_t row_bytes = 0;      // distance between rows, in bytes
+  int64_t element_bytes = 0;
+
+  explicit RowView(const DLTensor& tensor);
+  RowView() = default;
+  char* row(int64_t i) const { return base + i * row_bytes; }
+};
+
 }  // namespace switchyard::native
 
 #endif

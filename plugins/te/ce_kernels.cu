@@ -275,7 +275,7 @@ __global__ void __launch_bounds__(kCeMaxThreads) ce_grad_kernel(CeKernelArgs a) 
 // ---- grad in forward, tp_size 1 ---------------------------------------------------------------
 
 template <DType D, DType G>
-__global__ void __launch_bounds__(kCeFusedMaxThreads, 1) ce_fused_kernel(CeKernelArgs a) {
+__global__ void __launch_bounds__(kCeFusedMaxThreads, kCeFusedBlocksPerSm) ce_fused_kernel(CeKernelArgs a) {
   using raw = typename DT<D>::raw;
   using graw = typename DT<G>::raw;
   constexpr int VEC = chunk_elements<D>();

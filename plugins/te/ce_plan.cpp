@@ -48,7 +48,9 @@ CePlan ce_plan(const sy_ce_problem& p) {
   plan.vec = 16 / element_bytes(plan.logits);
   plan.chunks = ceil_div(p.vocab_local, plan.vec);
   plan.stats_threads = threads_for(ceil_div(plan.chunks, kCeUnroll), kCeMaxThreads);
-  plan.fused_threads = threads_for(ceil_div(plan.chunks, kCeFusedSlots), kCeFusedMaxThreads);
+  // The fused kernel's statistics use the forward's block size (same chunk -> thread map, same
+  // merge tree), so grad in forward gives the plain forward's lse and loss bit for bit.
+  plan.fused_threads = std::min(plan.stats_threads, kCeFusedMaxThreads);
   plan.fused_slots = static_cast<int>(
       std::min<int64_t>(kCeFusedSlots, ceil_div(plan.chunks, plan.fused_threads)));
   if (p.tp_size > 1)

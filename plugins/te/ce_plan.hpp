@@ -15,11 +15,15 @@ namespace switchyard::te {
 // Chunks of 16 bytes a thread loads before it uses the first (bytes in flight per thread).
 constexpr int kCeUnroll = 4;
 constexpr int kCeMaxThreads = 512;
-// Grad in forward at tp_size 1: one block per row, up to 1024 threads, each keeping up to
-// kCeFusedSlots of its chunks in shared memory for the second pass (14 x 16 B x 1024 threads
-// = 224 KiB, within the H200's 227 KiB); the rest is read again from L2.
-constexpr int kCeFusedMaxThreads = 1024;
-constexpr int kCeFusedSlots = 14;
+// Grad in forward at tp_size 1: one block per row, up to 512 threads, two blocks per
+// multiprocessor (one can be in its statistics pass while the other writes its gradient).
+// Each thread keeps up to kCeFusedSlots of its chunks in shared memory for the second pass
+// (13 x 16 B x 512 threads = 104 KiB a block, 208 KiB for the two); the rest of the row is
+// read again from L2 (bf16 V = 131072: 19 of 32 chunks, 152 KiB a row, about 40 MB for the
+// 264 rows in flight).
+constexpr int kCeFusedMaxThreads = 512;
+constexpr int kCeFusedBlocksPerSm = 2;
+constexpr int kCeFusedSlots = 13;
 
 struct CePlan {
   DType logits = DType::F32;

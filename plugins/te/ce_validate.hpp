@@ -4,6 +4,7 @@
 #ifndef SWITCHYARD_TE_CE_VALIDATE_HPP
 #define SWITCHYARD_TE_CE_VALIDATE_HPP
 
+#include <switchyard/ce_checks.hpp>
 #include <switchyard/loss.h>
 
 #include <cstdint>
@@ -11,12 +12,12 @@
 namespace switchyard::te {
 
 // INVALID_ARGUMENT for a request that cannot mean anything, UNSUPPORTED for a valid one te
-// does not serve (a CPU device, float64, SY_CE_CHECK_LABELS, ...).
+// does not serve (a CPU device, float64, SY_CE_CHECK_LABELS, ...). The ABI's rules are the
+// SDK's (<switchyard/ce_checks.hpp>); te adds what it serves.
 void validate_ce_problem(const sy_ce_problem* problem);
 
 // The args struct and its problem pointer, before anything else is read.
-const sy_ce_problem& ce_problem_of(const sy_ce_forward_args* args);
-const sy_ce_problem& ce_problem_of(const sy_ce_backward_args* args);
+using sy::ce_problem_of;
 
 // After validate_ce_problem: every tensor's presence, device, dtype, shape, strides,
 // alignment and aliasing, the communicator and the workspace.

@@ -71,13 +71,74 @@ __device__ __forceinline__ void load_parameters(const void* weight, const void* 
 
 // ---- forward -------------------------------------------------------------------------------------
 
+// 16 bytes of a row of x (VEC elements of x's dtype) held as raw bits: half the registers of
+// the floats for 16-bit x, so that two 512-thread blocks fit a multiprocessor (twice the rows,
+// hence twice the loads, in flight). Values are converted where they are used, exactly.
+struct RawChunk {
+  uint32_t u[4];
+};
+
+template <int VEC>
+__device__ __forceinline__ float raw_get(const RawChunk& c, int e, bool bf16) {
+  if constexpr (VEC == 4) {
+    return __uint_as_float(c.u[e]);
+  } else {
+    const uint32_t word = c.u[e >> 1];
+    const uint32_t bits = (e & 1) != 0 ? word >> 16 : word & 0xffffu;
+    return bf16 ? __uint_as_float(bits << 16)
+                : __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
+  }
+}
+
+// Element e = v rounded once to x's dtype.
+template <int VEC>
+__device__ __forceinline__ void raw_set(RawChunk& c, int e, bool bf16, float v) {
+  if constexpr (VEC == 4) {
+    c.u[e] = __float_as_uint(v);
+  } else {
+    const uint32_t bits =
+        bf16 ? DT<DType::BF16>::from_float(v) : DT<DType::F16>::from_float(v);
+    uint32_t& word = c.u[e >> 1];
+    word = (e & 1) != 0 ? (word & 0xffffu) | (bits << 16) : (word & 0xffff0000u) | bits;
+  }
+}
+
+// Elements [col0, col0 + valid) of `row`; the rest hold 0 (+0.0 in every dtype).
+template <int VEC>
+__device__ __forceinline__ void load_raw(RawChunk& c, const void* row, int64_t col0, int valid,
+                                         bool vector) {
+  constexpr int kBytes = 16 / VEC;
+  const char* p = static_cast<const char*>(row) + col0 * kBytes;
+  if (vector && valid == VEC) {
+    const uint4 w = load16<Cache::Normal>(p);
+    c.u[0] = w.x;
+    c.u[1] = w.y;
+    c.u[2] = w.z;
+    c.u[3] = w.w;
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) c.u[i] = 0u;
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) {
+    if (e >= valid) continue;
+    if constexpr (VEC == 4) {
+      c.u[e] = reinterpret_cast<const uint32_t*>(p)[e];
+    } else {
+      const uint32_t bits = reinterpret_cast<const uint16_t*>(p)[e];
+      c.u[e >> 1] |= (e & 1) != 0 ? bits << 16 : bits;
+    }
+  }
+}
+
 template <int VEC, int CPT>
-__global__ void __launch_bounds__(kNormMaxBlock) norm_forward_kernel(NormForwardArgs a) {
+__global__ void __launch_bounds__(kNormMaxBlock, 2) norm_forward_kernel(NormForwardArgs a) {
   __shared__ GroupScratch scratch;
   const Group g = group_of(a.threads);
   const bool vector = a.vector_ok != 0;
   const bool layer = a.kind == SY_NORM_LAYER;
   const bool residual = a.residual != nullptr;
+  const bool bf16 = a.x_dtype == DType::BF16;
   const int64_t hidden = a.hidden;
   const float h_count = static_cast<float>(hidden);
   int parity = 0;
@@ -92,27 +153,25 @@ __global__ void __launch_bounds__(kNormMaxBlock) norm_forward_kernel(NormForward
       if (residual)
         prefetch_l2(static_cast<const char*>(a.residual) + next * a.residual_row_bytes, bytes);
     }
-    float h[CPT][VEC];
+    RawChunk h[CPT];  // h = x, or x + residual rounded to x's dtype
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
       const int64_t col0 = (static_cast<int64_t>(g.thread) + static_cast<int64_t>(c) * g.threads) * VEC;
       const int valid = valid_count(col0, VEC, hidden);
-      if (valid > 0) {
-        load_floats<VEC>(a.x_dtype, x_row, col0, valid, vector, 0.0f, h[c]);
-        if (residual) {
-          float r[VEC];
-          load_floats<VEC>(a.x_dtype, static_cast<const char*>(a.residual) + row * a.residual_row_bytes,
-                           col0, valid, vector, 0.0f, r);
+      load_raw<VEC>(h[c], x_row, col0, valid, vector);
+      if (residual && valid > 0) {
+        float r[VEC], hv[VEC];
+        load_floats<VEC>(a.x_dtype, static_cast<const char*>(a.residual) + row * a.residual_row_bytes,
+                         col0, valid, vector, 0.0f, r);
 #pragma unroll
-          for (int e = 0; e < VEC; ++e) h[c][e] = e < valid ? round_to(a.x_dtype, h[c][e] + r[e]) : 0.0f;
-          // h as the x dtype holds it; this thread read its elements of x and residual above,
-          // so residual_out may be either of them.
-          store_floats<VEC>(a.x_dtype, static_cast<char*>(a.residual_out) + row * a.residual_out_row_bytes,
-                            col0, valid, vector, h[c]);
+        for (int e = 0; e < VEC; ++e) {
+          if (e < valid) raw_set<VEC>(h[c], e, bf16, raw_get<VEC>(h[c], e, bf16) + r[e]);
+          hv[e] = raw_get<VEC>(h[c], e, bf16);
         }
-      } else {
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) h[c][e] = 0.0f;
+        // h as the x dtype holds it; this thread read its elements of x and residual above,
+        // so residual_out may be either of them.
+        store_floats<VEC>(a.x_dtype, static_cast<char*>(a.residual_out) + row * a.residual_out_row_bytes,
+                          col0, valid, vector, hv);
       }
     }
 
@@ -127,7 +186,7 @@ __global__ void __launch_bounds__(kNormMaxBlock) norm_forward_kernel(NormForward
         const int valid = valid_count(col0, VEC, hidden);
         count += static_cast<float>(valid);
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) sum += h[c][e];  // padding is 0
+        for (int e = 0; e < VEC; ++e) sum += raw_get<VEC>(h[c], e, bf16);  // padding is 0
       }
       const float local_mean = count > 0.0f ? sum / count : 0.0f;
       float m2 = 0.0f;
@@ -137,7 +196,7 @@ __global__ void __launch_bounds__(kNormMaxBlock) norm_forward_kernel(NormForward
         const int valid = valid_count(col0, VEC, hidden);
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-          const float d = h[c][e] - local_mean;
+          const float d = raw_get<VEC>(h[c], e, bf16) - local_mean;
           m2 += e < valid ? d * d : 0.0f;
         }
       }
@@ -150,7 +209,10 @@ __global__ void __launch_bounds__(kNormMaxBlock) norm_forward_kernel(NormForward
 #pragma unroll
       for (int c = 0; c < CPT; ++c)
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) squares += h[c][e] * h[c][e];
+        for (int e = 0; e < VEC; ++e) {
+          const float v = raw_get<VEC>(h[c], e, bf16);
+          squares += v * v;
+        }
       const float4 merged =
           group_reduce(make_float4(squares, 0.0f, 0.0f, 0.0f), g, scratch, parity, SumMerge{});
       rstd = norm_rstd(merged.x / h_count, a.eps);
@@ -166,7 +228,7 @@ __global__ void __launch_bounds__(kNormMaxBlock) norm_forward_kernel(NormForward
       load_parameters<VEC>(a.weight, a.bias, a.weight_dtype, a.zero_centered != 0, col0, valid,
                            vector, gamma, beta);
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) y[e] = (h[c][e] - mean) * rstd * gamma[e] + beta[e];
+      for (int e = 0; e < VEC; ++e) y[e] = (raw_get<VEC>(h[c], e, bf16) - mean) * rstd * gamma[e] + beta[e];
       store_floats<VEC>(a.y_dtype, y_row, col0, valid, vector, y);
     }
     if (g.thread == 0) {
@@ -178,7 +240,9 @@ __global__ void __launch_bounds__(kNormMaxBlock) norm_forward_kernel(NormForward
 
 // ---- backward ------------------------------------------------------------------------------------
 
-template <int VEC, int CPT>
+// BETA: dbias is accumulated (a.partial_beta != NULL); a template parameter so that RMS and
+// L2 rows hold no registers for it.
+template <int VEC, int CPT, bool BETA>
 __global__ void __launch_bounds__(kNormMaxBlock) norm_backward_kernel(NormBackwardArgs a) {
   extern __shared__ float accumulators[];  // [gamma: groups][hidden], then [beta: groups][hidden]
   __shared__ GroupScratch scratch;
@@ -190,25 +254,26 @@ __global__ void __launch_bounds__(kNormMaxBlock) norm_backward_kernel(NormBackwa
   const int64_t hidden = a.hidden;
   const float h_count = static_cast<float>(hidden);
   const int beta_base = a.partial_gamma != nullptr ? a.groups : 0;
-  float* acc_gamma =
-      a.partial_gamma != nullptr ? accumulators + static_cast<int64_t>(g.index) * hidden : nullptr;
-  float* acc_beta = a.partial_beta != nullptr
-                        ? accumulators + static_cast<int64_t>(beta_base + g.index) * hidden
-                        : nullptr;
+  const bool want_gamma = a.partial_gamma != nullptr;
+  constexpr bool want_beta = BETA;
+  float* acc_gamma = want_gamma ? accumulators + static_cast<int64_t>(g.index) * hidden : nullptr;
+  float* acc_beta =
+      want_beta ? accumulators + static_cast<int64_t>(beta_base + g.index) * hidden : nullptr;
   int parity = 0;
 
   for (int64_t chunk = blockIdx.x; chunk < a.chunk_count; chunk += gridDim.x) {
-    // This thread's columns of its group's accumulators start at 0 (the previous chunk's
-    // combine finished at the __syncthreads that ended it).
+    // dgamma/dbeta of this thread's columns over its group's rows of the chunk, in registers
+    // (a thread owns the same columns in every row). The same order of additions as a
+    // per-column shared-memory array, without its read-modify-write per element (8-way bank
+    // conflicts at a 32-byte stride between lanes).
+    float sum_dy_xhat[CPT][VEC], sum_dy[CPT][VEC];
 #pragma unroll
-    for (int c = 0; c < CPT; ++c) {
-      const int64_t col0 = (static_cast<int64_t>(g.thread) + static_cast<int64_t>(c) * g.threads) * VEC;
-      const int valid = valid_count(col0, VEC, hidden);
-      for (int e = 0; e < valid; ++e) {
-        if (acc_gamma != nullptr) acc_gamma[col0 + e] = 0.0f;
-        if (acc_beta != nullptr) acc_beta[col0 + e] = 0.0f;
+    for (int c = 0; c < CPT; ++c)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        sum_dy_xhat[c][e] = 0.0f;
+        sum_dy[c][e] = 0.0f;
       }
-    }
     const int64_t first = chunk * a.rows_per_chunk;
     const int64_t end = first + a.rows_per_chunk < a.rows ? first + a.rows_per_chunk : a.rows;
     for (int64_t row = first + g.index; row < end; row += a.groups) {
@@ -260,8 +325,8 @@ __global__ void __launch_bounds__(kNormMaxBlock) norm_backward_kernel(NormBackwa
           else
             x_hat = v;  // L2: y is x_hat
           const float dy = gh[c][e];
-          if (acc_gamma != nullptr) acc_gamma[col0 + e] += dy * x_hat;
-          if (acc_beta != nullptr) acc_beta[col0 + e] += dy;
+          sum_dy_xhat[c][e] += dy * x_hat;
+          if (want_beta) sum_dy[c][e] += dy;
           const float g_h = dy * gamma[e];  // gamma is 1 for L2
           xhat[c][e] = x_hat;
           gh[c][e] = g_h;
@@ -297,21 +362,34 @@ __global__ void __launch_bounds__(kNormMaxBlock) norm_backward_kernel(NormBackwa
         store_floats<VEC>(a.x_dtype, dx_row, col0, valid, vector, dx);
       }
     }
+    // The groups' sums into shared memory, then the chunk's partial: the groups' sums added
+    // in group order. (Columns past `hidden` hold 0 and are not stored.)
+#pragma unroll
+    for (int c = 0; c < CPT; ++c) {
+      const int64_t col0 = (static_cast<int64_t>(g.thread) + static_cast<int64_t>(c) * g.threads) * VEC;
+      const int valid = valid_count(col0, VEC, hidden);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        if (e >= valid) continue;
+        if (want_gamma) acc_gamma[col0 + e] = sum_dy_xhat[c][e];
+        if (want_beta) acc_beta[col0 + e] = sum_dy[c][e];
+      }
+    }
     __syncthreads();
-    // The chunk's partial: the groups' accumulators summed in group order.
     for (int64_t col = threadIdx.x; col < hidden; col += blockDim.x) {
-      if (a.partial_gamma != nullptr) {
+      if (want_gamma) {
         float s = accumulators[col];
         for (int q = 1; q < a.groups; ++q) s += accumulators[static_cast<int64_t>(q) * hidden + col];
         a.partial_gamma[chunk * hidden + col] = s;
       }
-      if (a.partial_beta != nullptr) {
+      if (want_beta) {
         const float* beta_arrays = accumulators + static_cast<int64_t>(beta_base) * hidden;
         float s = beta_arrays[col];
         for (int q = 1; q < a.groups; ++q) s += beta_arrays[static_cast<int64_t>(q) * hidden + col];
         a.partial_beta[chunk * hidden + col] = s;
       }
     }
+    // The arrays are written again only after every thread has read them.
     __syncthreads();
   }
 }
@@ -374,11 +452,11 @@ void forward_for(const NormForwardArgs& a, int device, int sm_margin, void* stre
   kernel<<<grid, block, 0, stream_of(stream)>>>(a);
 }
 
-template <int VEC, int CPT>
-void backward_for(const NormBackwardArgs& a, size_t shared, int device, int sm_margin,
-                  void* stream) {
+template <int VEC, int CPT, bool BETA>
+void backward_kernel_for(const NormBackwardArgs& a, size_t shared, int device, int sm_margin,
+                         void* stream) {
   static std::atomic<uint64_t> raised{0};  // devices whose shared-memory limit was raised
-  const auto kernel = norm_backward_kernel<VEC, CPT>;
+  const auto kernel = norm_backward_kernel<VEC, CPT, BETA>;
   const uint64_t bit = device < 64 ? (uint64_t{1} << device) : 0;
   if (shared > 48 * 1024 && (bit == 0 || (raised.load(std::memory_order_acquire) & bit) == 0)) {
     cudaFuncAttributes attributes{};
@@ -393,6 +471,13 @@ void backward_for(const NormBackwardArgs& a, size_t shared, int device, int sm_m
   const int grid = grid_for(reinterpret_cast<const void*>(kernel), block, shared, a.chunk_count,
                             device, sm_margin);
   kernel<<<grid, block, shared, stream_of(stream)>>>(a);
+}
+
+template <int VEC, int CPT>
+void backward_for(const NormBackwardArgs& a, size_t shared, int device, int sm_margin,
+                  void* stream) {
+  if (a.partial_beta != nullptr) backward_kernel_for<VEC, CPT, true>(a, shared, device, sm_margin, stream);
+  else backward_kernel_for<VEC, CPT, false>(a, shared, device, sm_margin, stream);
 }
 
 }  // namespace

@@ -9,18 +9,20 @@
 #define SWITCHYARD_TE_NORM_VALIDATE_HPP
 
 #include <switchyard/norm.h>
+#include <switchyard/norm_checks.hpp>
 
 #include <cstdint>
 
 namespace switchyard::te {
 
+// The ABI's rules are the SDK's (<switchyard/norm_checks.hpp>); te adds its devices, its
+// hidden-size limit, element alignment, its aliasing rules and the backward's workspace.
 void validate_norm_problem(const sy_norm_problem* problem);
-const sy_norm_problem& norm_problem_of(const sy_norm_forward_args* args);
-const sy_norm_problem& norm_problem_of(const sy_norm_backward_args* args);
+using sy::norm_problem_of;
 void validate_norm_forward(const sy_norm_forward_args& args);
 void validate_norm_backward(const sy_norm_backward_args& args, int64_t required_workspace_bytes);
 
-const char* norm_kind_name(sy_norm_kind kind);  // "LayerNorm", "RMSNorm", "L2Norm"
+using sy::norm_kind_name;  // "LayerNorm", "RMSNorm", "L2Norm"
 
 }  // namespace switchyard::te
 

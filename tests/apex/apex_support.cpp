@@ -44,24 +44,6 @@ std::string probe_message() {
   return err.message;
 }
 
-sy_error make_error() {
-  sy_error err{};
-  err.struct_size = sizeof err;
-  err.status = -1;
-  return err;
-}
-
-void check_refusal(sy_status got, const sy_error& err, sy_status expected,
-                   std::initializer_list<const char*> fragments) {
-  INFO("message: " << err.message);
-  CHECK(got == expected);
-  CHECK(err.status == expected);
-  for (const char* fragment : fragments) {
-    INFO("expected fragment: " << fragment);
-    CHECK(std::string(err.message).find(fragment) != std::string::npos);
-  }
-}
-
 sy_norm_problem make_problem(sy_norm_kind kind, int64_t rows, int64_t hidden) {
   sy_norm_problem p{};
   p.struct_size = sizeof p;

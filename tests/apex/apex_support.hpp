@@ -3,6 +3,8 @@
 #ifndef SWITCHYARD_TESTS_APEX_SUPPORT_HPP
 #define SWITCHYARD_TESTS_APEX_SUPPORT_HPP
 
+#include "refusal_checks.hpp"
+
 #include <switchyard/plugin.h>
 #include <switchyard/plugin_helpers.hpp>
 
@@ -21,11 +23,11 @@ const sy_norm& norm();
 bool can_run_here();
 std::string probe_message();
 
-sy_error make_error();
+// An error struct whose status (-1) no plugin writes, so a call must set it.
+inline sy_error make_error() { return switchyard::test::make_error(-1); }
 
 // CHECKs the status and that err.message contains every fragment.
-void check_refusal(sy_status got, const sy_error& err, sy_status expected,
-                   std::initializer_list<const char*> fragments);
+using switchyard::test::check_refusal;
 
 // A valid problem on cuda:0: bf16 everywhere, 4 rows of 1024.
 sy_norm_problem make_problem(sy_norm_kind kind = SY_NORM_LAYER, int64_t rows = 4,

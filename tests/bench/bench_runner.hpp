@@ -3,33 +3,20 @@
 #define SWITCHYARD_TESTS_BENCH_RUNNER_HPP
 
 #include "mini_json.hpp"
+#include "run_process.hpp"
+#include "temp_dir.hpp"
 
 #include <string>
 #include <vector>
 
 namespace switchyard::test {
 
-struct RunResult {
-  int exit_code = -1;  // -1 when killed by a signal or the timeout
-  std::string out, err;
-};
-
-// A fresh folder under /tmp, removed with everything in it when this goes out of scope.
-class ScratchDir {
- public:
-  ScratchDir();
-  ~ScratchDir();
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using RunResult = ProcessResult;
+using ScratchDir = TempDir;
 
 // Runs `program args...` with this process's environment minus every SWITCHYARD_* variable
-// (so a developer's settings never leak in). Killed after 120 s.
+// (so a developer's settings never leak in). Killed after 120 s ("killed after 120 s" starts
+// its err then).
 RunResult run_program(const std::string& program, const std::vector<std::string>& args);
 
 // switchyard-bench with `args`.
@@ -40,7 +27,6 @@ std::string python();
 // bench/<name> in the source tree.
 std::string bench_script(const std::string& name);
 
-std::string read_text(const std::string& path);
 JsonValue read_json(const std::string& path);
 
 }  // namespace switchyard::test

@@ -9,6 +9,10 @@
 #   6. tp2-nccl-<name>  tp_nccl_check --plugin <name>: TP = 2 over NCCL, two processes, for
 #                    every staged plugin offering cross entropy on CUDA with tensor_parallel
 #                    (skipped with < 2 GPUs)
+#   7. graph-<name>  graph_capture_check --plugin <name>: for every staged plugin whose cross
+#                    entropy or norm declares graph_capture on CUDA, the eager calls against
+#                    two launches of their CUDA graph, bit for bit
+#   8. train         the training demo on CUDA (tests/train/gpu_train_check.sh)
 # then ONE line "N passed, M failed, K skipped" over everything (cases where a step reports
 # cases, the step itself otherwise). Exit status 0 when nothing failed.
 #
@@ -169,6 +173,39 @@ print("\n".join(seen))
 '
 }
 
+# Plugins with a family that declares CUDA and SY_FEATURE_GRAPH_CAPTURE (cross entropy or norm),
+# the same two ways.
+graph_plugins() {
+  if ! command -v python3 > /dev/null; then
+    local f name
+    for f in "$stage"/lib/switchyard/plugins/libswitchyard-*.so; do
+      name=$(basename "$f" .so)
+      name=${name#libswitchyard-}
+      switchyard inspect "$name" 2>> "$work/list.err" | awk '
+        /^[^ ]/ { section = $1 }
+        $1 == "devices" && / cuda/ { cuda[section] = 1 }
+        $1 == "features" && /graph_capture/ { graph[section] = 1 }
+        END { exit !((cuda["cross_entropy"] && graph["cross_entropy"]) || (cuda["norm"] && graph["norm"])) }' &&
+        echo "$name"
+    done
+    return 0
+  fi
+  switchyard list --json 2>> "$work/list.err" | python3 -c '
+import json, sys
+doc = json.load(sys.stdin)
+seen = []
+for location in doc.get("search_path", []):
+    for c in location.get("candidates", []):
+        families = c.get("families", {}) or {}
+        captures = any("cuda" in (f or {}).get("devices", []) and
+                       "graph_capture" in (f or {}).get("features", [])
+                       for f in families.values())
+        if captures and c.get("name") and c["name"] not in seen:
+            seen.append(c["name"])
+print("\n".join(seen))
+'
+}
+
 run_step environment environment
 run_step doctor bash -c 'switchyard doctor; rc=$?; echo; echo "---- doctor --json"; switchyard doctor --json; exit $rc'
 
@@ -210,6 +247,22 @@ else
   echo "run.sh: tp_nccl_check was not staged" | tee -a "$all_log"
   total_fail=$((total_fail + 1))
   rows+=("$(printf '%-22s %s' tp2-nccl 'not staged: FAIL')")
+fi
+if [[ -x $stage/bin/graph_capture_check ]]; then
+  graph_names=$(graph_plugins)
+  if [[ -z $graph_names ]]; then
+    # Not a failure: native and fused do not declare it; te, liger (norm) and apex do.
+    echo "run.sh: no staged plugin declares graph_capture on CUDA: graph capture skipped (switchyard list --json: $(cat "$work/list.err"))" | tee -a "$all_log"
+    total_skip=$((total_skip + 1))
+    rows+=("$(printf '%-22s %s' graph 'no graph_capture plugin: skipped')")
+  fi
+  for name in $graph_names; do
+    run_step "graph-$name" graph_capture_check --plugin "$name"
+  done
+else
+  echo "run.sh: graph_capture_check was not staged" | tee -a "$all_log"
+  total_fail=$((total_fail + 1))
+  rows+=("$(printf '%-22s %s' graph 'not staged: FAIL')")
 fi
 # The training demo on CUDA: one GPU, and two processes over NCCL when two GPUs are present.
 if [[ -x $stage/bin/switchyard ]]; then

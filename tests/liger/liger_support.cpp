@@ -88,23 +88,6 @@ bool gpu_available() {
   return plugin->probe(&err) == SY_OK;
 }
 
-sy_error make_error() {
-  sy_error err{};
-  err.struct_size = sizeof err;
-  return err;
-}
-
-void check_refusal(sy_status got, const sy_error& err, sy_status expected,
-                   std::initializer_list<const char*> fragments) {
-  CAPTURE(err.message);
-  CHECK(got == expected);
-  CHECK(err.status == expected);
-  for (const char* f : fragments) {
-    CAPTURE(f);
-    CHECK(std::string(err.message).find(f) != std::string::npos);
-  }
-}
-
 Fake::Fake(DLDataType dtype, std::vector<int64_t> shape, uintptr_t address, DLDevice device,
            int64_t row_stride)
     : shape_(std::move(shape)) {

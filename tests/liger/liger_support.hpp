@@ -4,6 +4,8 @@
 #ifndef SWITCHYARD_TESTS_LIGER_SUPPORT_HPP
 #define SWITCHYARD_TESTS_LIGER_SUPPORT_HPP
 
+#include "refusal_checks.hpp"
+
 #include <switchyard/plugin.h>
 #include <switchyard/plugin_helpers.hpp>
 
@@ -29,10 +31,9 @@ bool logged(const std::string& level, std::initializer_list<const char*> fragmen
 // True when the plugin's probe says a GPU can run it here (the GPU machine).
 bool gpu_available();
 
-sy_error make_error();
-// CHECKs the status and that the message contains every fragment.
-void check_refusal(sy_status got, const sy_error& err, sy_status expected,
-                   std::initializer_list<const char*> fragments);
+// Error struct ready for a call; CHECKs of a refusal (tests/support/refusal_checks.hpp).
+using switchyard::test::check_refusal;
+using switchyard::test::make_error;
 
 // A DLTensor descriptor of a tensor that is never dereferenced by the tests.
 class Fake {

@@ -4,6 +4,7 @@
 // several and partial chunks per thread, more than one backward block, strided and unaligned
 // rows (bit-identical), in-place dx, and the llama casting mode.
 #include "kernels/norm_device.cuh"
+#include "kernels/norm_geometry.hpp"
 
 #include "block_emulator.hpp"
 #include "host_matrix.hpp"
@@ -207,7 +208,7 @@ NormOutputs run_case(const NormCase& c) {
   f.rstd = rstd.data();
   f.aligned = x.aligned() && res.aligned() && res_out.aligned() && y.aligned() &&
               gamma.aligned() && beta.aligned();
-  f.threads = lg::row_threads(h);
+  f.threads = lg::norm_forward_threads(h);
   lg::dispatch_norm_forward(liger_emu::Launch{}, f);
 
   NormOutputs out;
@@ -278,7 +279,7 @@ NormOutputs run_case(const NormCase& c) {
   b.dbias_partial = c.layer() ? partial_b.data() : nullptr;
   b.aligned = dy.aligned() && x_or_y.aligned() && d_res.aligned() && dx.aligned() &&
               gamma.aligned() && beta.aligned();
-  b.threads = lg::row_threads(h);
+  b.threads = lg::norm_backward_threads(h);
   lg::dispatch_norm_backward(liger_emu::Launch{}, b);
   if (c.gamma())
     lg::dispatch_norm_weight_grad(liger_emu::Launch{}, partial_g.data(), blocks, h,
@@ -349,6 +350,29 @@ TEST_CASE("norms: kinds x dtypes x hidden sizes (1, 127, 4096 and 8200: 1 to 3 c
         run_case(make(kind, dtype, hidden > 1000 ? 3 : 5, hidden));
 }
 
+TEST_CASE("norms: every kernel path (register forward with 1, 2 and 4 chunks a thread and the "
+          "re-reading one; register backward of 512 and 1024 threads, one dtype or mixed, and "
+          "the shared-memory one)") {
+  // H -> forward chunks a thread / backward path: 520 -> 3 (the K = 4 kernel with idle chunk
+  // slots) / 96 threads; 8192 -> 4 / 1024 threads; 8200 -> 4 / shared memory; 16392 -> the
+  // re-reading forward.
+  CHECK(lg::norm_forward_threads(4096) == 128);
+  CHECK(lg::norm_forward_threads(8192) == 256);
+  CHECK(lg::norm_backward_threads(4096) == 512);
+  CHECK(lg::norm_backward_threads(8192) == 1024);
+  CHECK(lg::norm_backward_threads(8200) == lg::row_threads(8200));
+  for (sy_norm_kind kind : kKinds) {
+    for (int64_t hidden : {520, 8192}) {
+      run_case(make(kind, Dt::BF16, 3, hidden, SY_NORM_RESIDUAL));
+      run_case(make(kind, Dt::F16, 3, hidden));
+      NormCase mixed = make(kind, Dt::BF16, 3, hidden);
+      mixed.w = mixed.gw = Dt::F32;  // the run-time-dtype register backward
+      run_case(mixed);
+    }
+    run_case(make(kind, Dt::BF16, 2, 16392));
+  }
+}
+
 TEST_CASE("norms: every flag alone and together, more than one backward block") {
   const uint32_t all = SY_NORM_ZERO_CENTERED_GAMMA | SY_NORM_RESIDUAL | SY_NORM_MEMORY_EFFICIENT |
                        SY_NORM_ACCUMULATE_GRAD_WEIGHT;
@@ -359,6 +383,7 @@ TEST_CASE("norms: every flag alone and together, more than one backward block") 
                             uint32_t{SY_NORM_ACCUMULATE_GRAD_WEIGHT}, all})
         run_case(make(kind, dtype, 5, 127, flag));
       run_case(make(kind, dtype, 70, 40, all));  // 3 backward blocks of 32 rows
+      run_case(make(kind, dtype, 33, 1000, all));  // the next-row prefetch across 2 blocks
     }
   }
   NormCase c = make(SY_NORM_LAYER, Dt::BF16, 5, 127, SY_NORM_MEMORY_EFFICIENT);

@@ -275,21 +275,4 @@ double max_abs(const std::vector<double>& values) {
   return m;
 }
 
-sy_error make_error() {
-  sy_error e{};
-  e.struct_size = sizeof e;
-  return e;
-}
-
-void check_refusal(sy_status got, const sy_error& err, sy_status expected,
-                   std::initializer_list<const char*> fragments) {
-  INFO("message: " << err.message);
-  CHECK(got == expected);
-  CHECK(err.status == expected);
-  for (const char* fragment : fragments) {
-    INFO("expected the message to contain: " << fragment);
-    CHECK(std::string(err.message).find(fragment) != std::string::npos);
-  }
-}
-
 }  // namespace native_test

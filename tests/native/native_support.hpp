@@ -3,6 +3,8 @@
 #ifndef SWITCHYARD_TESTS_NATIVE_SUPPORT_HPP
 #define SWITCHYARD_TESTS_NATIVE_SUPPORT_HPP
 
+#include "refusal_checks.hpp"
+
 #include <switchyard/plugin.h>
 #include <switchyard/plugin_helpers.hpp>
 
@@ -103,12 +105,9 @@ void check_ulps(const Tensor& actual, const std::vector<double>& expected, int64
                 const std::string& what);
 double max_abs(const std::vector<double>& values);
 
-// Error struct ready for a call.
-sy_error make_error();
-
-// CHECKs that a call returned `expected` and that err.message contains every fragment.
-void check_refusal(sy_status got, const sy_error& err, sy_status expected,
-                   std::initializer_list<const char*> fragments);
+// Error struct ready for a call; CHECKs of a refusal (tests/support/refusal_checks.hpp).
+using switchyard::test::check_refusal;
+using switchyard::test::make_error;
 
 }  // namespace native_test
 

@@ -61,12 +61,6 @@ bool Te::gpu_usable() const {
   return probe(&ignored) == SY_OK;
 }
 
-sy_error make_error() {
-  sy_error err{};
-  err.struct_size = sizeof err;
-  return err;
-}
-
 Result result_of(sy_status status, const sy_error& err) {
   Result r;
   r.status = status;

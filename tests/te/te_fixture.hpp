@@ -5,6 +5,8 @@
 #ifndef SWITCHYARD_TESTS_TE_FIXTURE_HPP
 #define SWITCHYARD_TESTS_TE_FIXTURE_HPP
 
+#include "refusal_checks.hpp"
+
 #include <switchyard/plugin.h>
 
 #include <cstdint>
@@ -31,7 +33,7 @@ struct Result {
   sy_status status = SY_OK;
   std::string message;
 };
-sy_error make_error();
+using switchyard::test::make_error;
 Result result_of(sy_status status, const sy_error& err);
 
 constexpr DLDevice kCuda0{kDLCUDA, 0};

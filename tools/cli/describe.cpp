@@ -10,22 +10,6 @@ namespace switchyard::cli {
 
 namespace {
 
-using BitNames = std::vector<std::pair<uint32_t, const char*>>;
-
-std::vector<std::string> decode(uint32_t bits, const BitNames& names) {
-  std::vector<std::string> words;
-  uint32_t known = 0;
-  for (const auto& [bit, name] : names) {
-    known |= bit;
-    if (bits & bit) words.emplace_back(name);
-  }
-  for (uint32_t i = 0; i < 32; ++i) {
-    const uint32_t bit = 1u << i;
-    if ((bits & bit) && !(known & bit)) words.push_back("bit" + std::to_string(i));
-  }
-  return words;
-}
-
 const char* state_name(PluginState state) { return plugin_state_name(state); }
 
 bool loaded(const PluginInfo& plugin) {
@@ -34,59 +18,9 @@ bool loaded(const PluginInfo& plugin) {
 
 }  // namespace
 
-std::vector<std::string> dtype_names(uint32_t dtypes) {
-  static const BitNames names = {
-      {SY_DTYPE_F32, "float32"}, {SY_DTYPE_F16, "float16"}, {SY_DTYPE_BF16, "bfloat16"}};
-  return decode(dtypes, names);
-}
-
-std::vector<std::string> device_names(uint32_t devices) {
-  static const BitNames names = {
-      {SY_DEVICE_BIT(kDLCPU), "cpu"},
-      {SY_DEVICE_BIT(kDLCUDA), "cuda"},
-      {SY_DEVICE_BIT(kDLCUDAHost), "cuda_host"},
-      {SY_DEVICE_BIT(kDLOpenCL), "opencl"},
-      {SY_DEVICE_BIT(kDLVulkan), "vulkan"},
-      {SY_DEVICE_BIT(kDLMetal), "metal"},
-      {SY_DEVICE_BIT(kDLVPI), "vpi"},
-      {SY_DEVICE_BIT(kDLROCM), "rocm"},
-      {SY_DEVICE_BIT(kDLROCMHost), "rocm_host"},
-      {SY_DEVICE_BIT(kDLExtDev), "ext_dev"},
-      {SY_DEVICE_BIT(kDLCUDAManaged), "cuda_managed"},
-  };
-  return decode(devices, names);
-}
-
 std::vector<std::string> feature_names(Family family, uint32_t features) {
-  static const BitNames cross_entropy = {
-      {SY_CE_FEATURE_LABEL_SMOOTHING, "label_smoothing"},
-      {SY_CE_FEATURE_IGNORE_INDEX, "ignore_index"},
-      {SY_CE_FEATURE_ARGMAX, "argmax"},
-      {SY_CE_FEATURE_GRAD_IN_FORWARD, "grad_in_forward"},
-      {SY_CE_FEATURE_TENSOR_PARALLEL, "tensor_parallel"},
-      {SY_FEATURE_GRAPH_CAPTURE, "graph_capture"},
-  };
-  static const BitNames norm = {
-      {SY_NORM_FEATURE_LAYER, "layer_norm"},
-      {SY_NORM_FEATURE_RMS, "rms_norm"},
-      {SY_NORM_FEATURE_L2, "l2_norm"},
-      {SY_NORM_FEATURE_ZERO_CENTERED_GAMMA, "zero_centered_gamma"},
-      {SY_NORM_FEATURE_RESIDUAL, "residual"},
-      {SY_NORM_FEATURE_MEMORY_EFFICIENT, "memory_efficient"},
-      {SY_NORM_FEATURE_ACCUMULATE_GRAD_WEIGHT, "accumulate_grad_weight"},
-      {SY_NORM_FEATURE_SM_MARGIN, "sm_margin"},
-      {SY_FEATURE_GRAPH_CAPTURE, "graph_capture"},
-  };
-  return decode(features, family == Family::CrossEntropy ? cross_entropy : norm);
-}
-
-const char* determinism_name(sy_determinism determinism) {
-  switch (determinism) {
-    case SY_DETERMINISTIC: return "deterministic";
-    case SY_NONDETERMINISTIC: return "nondeterministic";
-    case SY_DETERMINISM_UNKNOWN: return "unknown";
-  }
-  return "invalid";
+  return family == Family::CrossEntropy ? sy::ce_feature_names(features)
+                                        : sy::norm_feature_names(features);
 }
 
 std::string join(const std::vector<std::string>& words, const std::string& separator) {

@@ -5,6 +5,7 @@
 
 #include "output.hpp"
 
+#include <switchyard/capability_names.hpp>
 #include <switchyard/switchyard.hpp>
 
 #include <iosfwd>
@@ -14,11 +15,12 @@
 
 namespace switchyard::cli {
 
-// Bit sets decoded into names; a bit without a name shows as "bit<N>".
-std::vector<std::string> dtype_names(uint32_t dtypes);             // "float32", "float16", "bfloat16"
-std::vector<std::string> device_names(uint32_t devices);           // "cpu", "cuda", ...
+// Bit sets decoded into names (the SDK's words, shared with the conformance report); a bit
+// without a name shows as "bit<N>".
+using sy::determinism_name;  // "deterministic", ...
+using sy::device_names;      // "cpu", "cuda", ...
+using sy::dtype_names;       // "float32", "float16", "bfloat16"
 std::vector<std::string> feature_names(Family family, uint32_t features);
-const char* determinism_name(sy_determinism determinism);          // "deterministic", ...
 
 std::string join(const std::vector<std::string>& words, const std::string& separator = ", ");
 

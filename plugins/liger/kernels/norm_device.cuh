@@ -1,22 +1,28 @@
-// The norm kernels (launches are in norm_kernels.cu).
+// The norm kernels (launches are in norm_kernels.cu, geometry in norm_geometry.hpp).
 //
 // Liger-Kernel's LayerNorm / RMSNorm row kernels as CUDA C++ (plus L2Norm, RMSNorm without
 // gamma).
 //
-// Forward: one block per row. Pass 1 reads x (and residual: h = x + residual rounded to x's
-// dtype, written to residual_out) and sums h (LayerNorm) or h^2; LayerNorm's second pass sums
-// (h - mean)^2 (two-pass variance, as Liger); the last pass writes y. Later passes re-read h from
-// x or residual_out (the row was just read: L1/L2 hits), so any hidden size works without
-// per-size kernels and x, residual or residual_out may alias as the ABI allows.
+// Forward, register path (H <= 16384): one block per row, up to four chunks of the row per
+// thread held in registers (Liger's BLOCK_SIZE = whole row). x (and residual: h = x + residual
+// rounded to x's dtype, written to residual_out) is read once with every load issued before the
+// first use; the sums, LayerNorm's two-pass variance and y come from the registers.
+// Forward, re-reading path (wider rows): pass 1 sums, later passes re-read h from x or
+// residual_out (L1/L2 hits).
 //
-// Backward: Liger's scheme of per-program partial dgamma/dbeta, made deterministic: block b
-// owns the fixed rows [32 b, 32 b + 32) and walks them in order, keeping its column sums in
-// shared memory; a second kernel adds the blocks' sums column by column in block order. dx may
-// be dy, x_or_y or d_residual_out itself: each element is read and then written by one thread.
+// Backward: Liger's per-program partial dgamma/dbeta, made deterministic: block b owns the fixed
+// rows [32 b, 32 b + 32) and walks them in order. Register path (H <= 8192): one chunk per
+// thread, x_or_y and dy read once per row (the next row's loads are issued before this row's
+// reduction), dgamma/dbeta summed in registers. Shared-memory path (wider rows): the column sums
+// live in shared memory and each row is read twice. A second kernel adds the blocks' sums column
+// by column: 16 fixed interleaved lanes of blocks, each in block order, then the lanes in order.
+// dx may be dy, x_or_y or d_residual_out itself: each element is read and then written by one
+// thread.
 #ifndef SWITCHYARD_LIGER_KERNELS_NORM_DEVICE_CUH
 #define SWITCHYARD_LIGER_KERNELS_NORM_DEVICE_CUH
 
 #include "device_io.cuh"
+#include "norm_geometry.hpp"
 
 #include <cstdint>
 
@@ -27,7 +33,11 @@ namespace {
 
 using namespace device;
 
-constexpr int kFinalizeThreads = 256;
+// The dgamma/dbeta reduction: a block sums kFinalizeColumns columns (one per lane of a warp, so
+// loads are coalesced) over the blocks' partial rows, warp w taking partial rows w, w + 16, ...
+constexpr int kFinalizeColumns = 32;
+constexpr int kFinalizeLanes = 16;
+constexpr int kFinalizeThreads = kFinalizeColumns * kFinalizeLanes;
 
 __device__ __forceinline__ void round_chunk(Dt d, float (&v)[kChunk]) {
   switch (d) {
@@ -48,7 +58,213 @@ __device__ __forceinline__ int chunk_length(int64_t hidden, int64_t chunk) {
   return left < kChunk ? static_cast<int>(left) : kChunk;
 }
 
-// ---- forward --------------------------------------------------------------------------------
+// A chunk's raw bits: kWords = 8 holds any dtype (float32: 8 words; 16-bit: 4 packed words, the
+// rest 0); kWords = 4 holds only 16-bit dtypes (the common case, half the registers). Loads into
+// raw words are issued for every chunk before any is converted, so a thread has all its 16-byte
+// loads in flight at once (a conversion right after each load would wait for it).
+template <int kWords>
+struct RawChunk {
+  static_assert(kWords == 4 || kWords == 8, "4 words (16-bit dtypes) or 8 (any dtype)");
+  uint32_t w[kWords];
+};
+// All these dtypes are 16-bit: their raw chunks fit in 4 words.
+__host__ __device__ __forceinline__ bool narrow_dtypes(Dt a, Dt b) {
+  return a != Dt::F32 && b != Dt::F32;
+}
+
+__device__ __forceinline__ float bits_as_float(uint32_t bits) {
+#if defined(__CUDACC__)
+  return __uint_as_float(bits);
+#else
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+#endif
+}
+
+// Elements [index, index + n) of a tensor of dtype d, n <= 8 (0: nothing is read); elements
+// past n read as 0. A full, aligned chunk is one or two 16-byte loads.
+template <bool kAligned, int kWords>
+__device__ __forceinline__ void load_raw(const void* base, Dt d, int64_t index, int n,
+                                         RawChunk<kWords>& r) {
+  if (kWords == 8 && d == Dt::F32) {
+    const uint32_t* p = static_cast<const uint32_t*>(base) + index;
+    if (kAligned && n == kChunk) {
+      const uint4 lo = reinterpret_cast<const uint4*>(p)[0];
+      const uint4 hi = reinterpret_cast<const uint4*>(p)[1];
+      r.w[0] = lo.x, r.w[1] = lo.y, r.w[2] = lo.z, r.w[3] = lo.w;
+      r.w[kWords - 4] = hi.x, r.w[kWords - 3] = hi.y, r.w[kWords - 2] = hi.z,
+                 r.w[kWords - 1] = hi.w;
+    } else {
+#pragma unroll
+      for (int k = 0; k < kWords; ++k) r.w[k] = k < n ? p[k] : 0u;
+    }
+    return;
+  }
+  const uint16_t* p = static_cast<const uint16_t*>(base) + index;
+  if (kAligned && n == kChunk) {
+    const uint4 v = *reinterpret_cast<const uint4*>(p);
+    r.w[0] = v.x, r.w[1] = v.y, r.w[2] = v.z, r.w[3] = v.w;
+  } else {
+#pragma unroll
+    for (int k = 0; k < kChunk / 2; ++k) {
+      const uint32_t lo = 2 * k < n ? p[2 * k] : 0u;
+      const uint32_t hi = 2 * k + 1 < n ? p[2 * k + 1] : 0u;
+      r.w[k] = lo | (hi << 16);
+    }
+  }
+#pragma unroll
+  for (int k = kChunk / 2; k < kWords; ++k) r.w[k] = 0u;
+}
+
+template <int kWords>
+__device__ __forceinline__ void raw_to_float(Dt d, const RawChunk<kWords>& r,
+                                             float (&v)[kChunk]) {
+  switch (d) {
+    case Dt::F32:
+      if (kWords == 8) {
+#pragma unroll
+        for (int k = 0; k < kWords; ++k) v[k] = bits_as_float(r.w[k]);
+        return;
+      }
+      [[fallthrough]];  // unreachable: a 4-word chunk never holds float32
+    case Dt::BF16:
+#pragma unroll
+      for (int k = 0; k < kChunk / 2; ++k) {
+        v[2 * k] = bf16_bits_to_float(r.w[k] & 0xffffu);
+        v[2 * k + 1] = bf16_bits_to_float(r.w[k] >> 16);
+      }
+      return;
+    default:
+#pragma unroll
+      for (int k = 0; k < kChunk / 2; ++k) {
+        v[2 * k] = f16_bits_to_float(static_cast<uint16_t>(r.w[k] & 0xffffu));
+        v[2 * k + 1] = f16_bits_to_float(static_cast<uint16_t>(r.w[k] >> 16));
+      }
+      return;
+  }
+}
+
+// ---- forward, register path -------------------------------------------------------------------
+
+// The row in registers: chunk k of this thread is chunk thread_x() + k * blockDim of the row
+// (a warp moves contiguous 512-byte runs); chunks past the row have length 0 and are never
+// accessed.
+template <int K, bool kAligned, int kWords>
+__device__ __forceinline__ void forward_row_registers(const NormForwardArgs& a, float* scratch) {
+  const int64_t row = block_x();
+  const int64_t hidden = a.hidden;
+  const int64_t chunks = norm_chunks(hidden);
+  const int64_t threads = block_dim();
+  const bool layer = a.kind == NormKind::Layer;
+  const bool residual = a.residual != nullptr;
+  const float h_count = static_cast<float>(hidden);
+
+  int n[K];
+  int64_t column[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t c = thread_x() + k * threads;
+    n[k] = c < chunks ? chunk_length(hidden, c) : 0;
+    column[k] = c * kChunk;
+  }
+  RawChunk<kWords> x_raw[K], residual_raw[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+    load_raw<kAligned>(a.x, a.x_dt, row * a.x_stride + column[k], n[k], x_raw[k]);
+  if (residual) {
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      load_raw<kAligned>(a.residual, a.x_dt, row * a.residual_stride + column[k], n[k],
+                         residual_raw[k]);
+  }
+  float h[K][kChunk];
+#pragma unroll
+  for (int k = 0; k < K; ++k) raw_to_float(a.x_dt, x_raw[k], h[k]);
+  if (residual) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      float r[kChunk];
+      raw_to_float(a.x_dt, residual_raw[k], r);
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e) h[k][e] = add_rn(h[k][e], r[e]);
+      round_chunk(a.x_dt, h[k]);
+      store_chunk<kAligned>(a.residual_out, a.x_dt, row * a.residual_out_stride + column[k], n[k],
+                            h[k]);
+    }
+  }
+
+  float sum[1] = {0.0f};  // LayerNorm: sum h; RMS/L2: sum h^2
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e)
+      if (e < n[k]) sum[0] = layer ? add_rn(sum[0], h[k][e]) : fma_rn(h[k][e], h[k][e], sum[0]);
+  block_sum<1>(sum, scratch);
+
+  float mean = 0.0f;
+  float rstd;
+  if (layer) {
+    mean = div_rn(sum[0], h_count);
+    float squares[1] = {0.0f};
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e) {
+        const float d = sub_rn(h[k][e], mean);
+        if (e < n[k]) squares[0] = fma_rn(d, d, squares[0]);
+      }
+    block_sum<1>(squares, scratch);
+    rstd = div_rn(1.0f, sqrt_rn(add_rn(div_rn(squares[0], h_count), a.eps)));
+  } else {
+    rstd = div_rn(1.0f, sqrt_rn(add_rn(div_rn(sum[0], h_count), a.eps)));
+  }
+
+  const bool rms_llama = a.kind == NormKind::Rms && a.llama;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    if (n[k] == 0) continue;
+    float w[kChunk], b[kChunk];
+    if (a.weight != nullptr) load_chunk<kAligned>(a.weight, a.w_dt, column[k], n[k], w);
+    if (a.bias != nullptr) load_chunk<kAligned>(a.bias, a.w_dt, column[k], n[k], b);
+    float x_hat[kChunk];
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e)
+      x_hat[e] = layer ? mul_rn(sub_rn(h[k][e], mean), rstd) : mul_rn(h[k][e], rstd);
+    if (rms_llama) round_chunk(a.x_dt, x_hat);
+    float y[kChunk];
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) {
+      if (a.kind == NormKind::L2) {
+        y[e] = x_hat[e];
+        continue;
+      }
+      const float gamma = a.zero_centered ? add_rn(1.0f, w[e]) : w[e];
+      y[e] = layer ? fma_rn(x_hat[e], gamma, a.bias != nullptr ? b[e] : 0.0f)
+                   : mul_rn(x_hat[e], gamma);
+    }
+    store_chunk<kAligned>(a.y, a.y_dt, row * a.y_stride + column[k], n[k], y);
+  }
+  if (thread_x() == 0) {
+    a.rstd[row] = rstd;
+    if (layer) a.mean[row] = mean;
+  }
+}
+
+// kWords = 4: x (and so residual, residual_out) is 16-bit. Four chunks a thread need more than
+// 64 registers (a 64 cap spills); those blocks are at most 512 threads of which 3-6 still fit an
+// SM (H = 8192 / 4096), so the cap is lifted for K = 4 only.
+template <int K, int kWords>
+__global__ void __launch_bounds__(kMaxRowThreads, K < 4 ? kMinRowBlocks : 1)
+    forward_register_kernel(NormForwardArgs a) {
+  SY_LIGER_SHARED float scratch[32];
+  if (a.aligned)
+    forward_row_registers<K, true, kWords>(a, scratch);
+  else
+    forward_row_registers<K, false, kWords>(a, scratch);
+}
+
+// ---- forward, re-reading path (rows wider than 16384) -------------------------------------------
 
 // h for this chunk: x, or x + residual rounded once to x's dtype (then written to residual_out
 // when `first_pass`, and read back from it afterwards).
@@ -73,7 +289,7 @@ __device__ __forceinline__ void load_h(const NormForwardArgs& a, int64_t row, in
 }
 
 template <bool kAligned>
-__device__ __forceinline__ void forward_row(const NormForwardArgs& a, float* scratch) {
+__device__ __forceinline__ void forward_row_reread(const NormForwardArgs& a, float* scratch) {
   const int64_t row = block_x();
   const int64_t hidden = a.hidden;
   const int64_t chunks = (hidden + kChunk - 1) / kChunk;
@@ -145,12 +361,13 @@ __device__ __forceinline__ void forward_row(const NormForwardArgs& a, float* scr
   }
 }
 
-__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks) forward_kernel(NormForwardArgs a) {
+__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks)
+    forward_reread_kernel(NormForwardArgs a) {
   SY_LIGER_SHARED float scratch[32];
   if (a.aligned)
-    forward_row<true>(a, scratch);
+    forward_row_reread<true>(a, scratch);
   else
-    forward_row<false>(a, scratch);
+    forward_row_reread<false>(a, scratch);
 }
 
 // ---- backward -------------------------------------------------------------------------------
@@ -162,16 +379,24 @@ struct BackwardChunk {
   float gamma[kChunk];
 };
 
-template <bool kAligned>
-__device__ __forceinline__ void load_backward_chunk(const NormBackwardArgs& a, int64_t row,
-                                                    int64_t column, int n, float rstd,
-                                                    float mean, BackwardChunk& out) {
+// The backward's dtypes: kFixed = BF16 / F16 when every row and weight tensor has that dtype
+// (compile-time: no dtype switches, which otherwise cost the register path ~50 registers);
+// kFixed = F32 means "read them from the arguments".
+template <Dt kFixed>
+__device__ __forceinline__ Dt pick(Dt runtime) {
+  return kFixed == Dt::F32 ? runtime : kFixed;
+}
+
+// gamma_eff and x-hat of a chunk whose x_or_y values are `xy` (dy already in out.dy).
+template <bool kAligned, Dt kFixed = Dt::F32>
+__device__ __forceinline__ void finish_backward_chunk(const NormBackwardArgs& a, int64_t column,
+                                                      int n, float rstd, float mean,
+                                                      const float (&xy)[kChunk],
+                                                      BackwardChunk& out) {
   const bool layer = a.kind == NormKind::Layer;
-  float xy[kChunk], b[kChunk];
-  load_chunk<kAligned>(a.dy, a.y_dt, row * a.dy_stride + column, n, out.dy);
-  load_chunk<kAligned>(a.x_or_y, a.x_or_y_dt, row * a.x_or_y_stride + column, n, xy);
+  float b[kChunk];
   if (a.weight != nullptr) {
-    load_chunk<kAligned>(a.weight, a.w_dt, column, n, out.gamma);
+    load_chunk<kAligned>(a.weight, pick<kFixed>(a.w_dt), column, n, out.gamma);
 #pragma unroll
     for (int k = 0; k < kChunk; ++k)
       if (a.zero_centered) out.gamma[k] = add_rn(1.0f, out.gamma[k]);
@@ -180,7 +405,7 @@ __device__ __forceinline__ void load_backward_chunk(const NormBackwardArgs& a, i
     for (int k = 0; k < kChunk; ++k) out.gamma[k] = 1.0f;  // L2Norm
   }
   const bool with_bias = layer && a.memory_efficient && a.bias != nullptr;
-  if (with_bias) load_chunk<kAligned>(a.bias, a.w_dt, column, n, b);
+  if (with_bias) load_chunk<kAligned>(a.bias, pick<kFixed>(a.w_dt), column, n, b);
 #pragma unroll
   for (int k = 0; k < kChunk; ++k) {
     if (a.memory_efficient) {
@@ -194,8 +419,128 @@ __device__ __forceinline__ void load_backward_chunk(const NormBackwardArgs& a, i
 }
 
 template <bool kAligned>
-__device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, float* sums_smem,
-                                              float* scratch) {
+__device__ __forceinline__ void load_backward_chunk(const NormBackwardArgs& a, int64_t row,
+                                                    int64_t column, int n, float rstd,
+                                                    float mean, BackwardChunk& out) {
+  float xy[kChunk];
+  load_chunk<kAligned>(a.dy, a.y_dt, row * a.dy_stride + column, n, out.dy);
+  load_chunk<kAligned>(a.x_or_y, a.x_or_y_dt, row * a.x_or_y_stride + column, n, xy);
+  finish_backward_chunk<kAligned>(a, column, n, rstd, mean, xy, out);
+}
+
+// ---- backward, register path (H <= 8192) ----------------------------------------------------
+
+template <bool kAligned, int kWords, Dt kFixed>
+__device__ __forceinline__ void backward_values(const NormBackwardArgs& a, int64_t column, int n,
+                                                float rstd, float mean,
+                                                const RawChunk<kWords>& dy_raw,
+                                                const RawChunk<kWords>& xy_raw,
+                                                BackwardChunk& out) {
+  float xy[kChunk];
+  raw_to_float(pick<kFixed>(a.y_dt), dy_raw, out.dy);
+  raw_to_float(pick<kFixed>(a.x_or_y_dt), xy_raw, xy);
+  finish_backward_chunk<kAligned, kFixed>(a, column, n, rstd, mean, xy, out);
+}
+
+// Thread t owns chunk t of every row of the block's 32; its dgamma/dbeta column sums stay in
+// registers. Each row's dy and x_or_y are read once: the next row's loads (and its rstd/mean)
+// are issued before this row's reduction, so two rows per block are in flight.
+template <bool kAligned, int kWords, Dt kFixed>
+__device__ __forceinline__ void backward_rows_registers(const NormBackwardArgs& a,
+                                                        float* scratch) {
+  const int64_t hidden = a.hidden;
+  const int64_t chunk = thread_x();
+  const int n = chunk < norm_chunks(hidden) ? chunk_length(hidden, chunk) : 0;
+  const int64_t column = chunk * kChunk;
+  const bool layer = a.kind == NormKind::Layer;
+  const bool rms_llama = a.kind == NormKind::Rms && a.llama;
+  const bool with_mean = layer && !a.memory_efficient;
+  const float h_count = static_cast<float>(hidden);
+
+  float dgamma[kChunk], dbeta[kChunk];
+#pragma unroll
+  for (int e = 0; e < kChunk; ++e) dgamma[e] = dbeta[e] = 0.0f;
+
+  const int64_t first = static_cast<int64_t>(block_x()) * kNormRowsPerBlock;
+  const int64_t last = first + kNormRowsPerBlock < a.rows ? first + kNormRowsPerBlock : a.rows;
+  RawChunk<kWords> next_dy, next_xy;
+  float next_rstd = 0.0f, next_mean = 0.0f;
+  auto prefetch = [&](int64_t row) {
+    load_raw<kAligned>(a.dy, pick<kFixed>(a.y_dt), row * a.dy_stride + column, n, next_dy);
+    load_raw<kAligned>(a.x_or_y, pick<kFixed>(a.x_or_y_dt), row * a.x_or_y_stride + column, n, next_xy);
+    next_rstd = a.rstd[row];
+    next_mean = with_mean ? a.mean[row] : 0.0f;
+  };
+  prefetch(first);
+  for (int64_t row = first; row < last; ++row) {
+    const RawChunk<kWords> dy_raw = next_dy, xy_raw = next_xy;
+    const float rstd = next_rstd, mean = next_mean;
+    if (row + 1 < last) prefetch(row + 1);
+
+    BackwardChunk in;
+    backward_values<kAligned, kWords, kFixed>(a, column, n, rstd, mean, dy_raw, xy_raw, in);
+    float x_hat_w[kChunk];  // the x-hat that multiplied gamma in the forward
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) x_hat_w[e] = in.x_hat[e];
+    if (rms_llama) round_chunk(pick<kFixed>(a.x_dt), x_hat_w);
+    float sums[2] = {0.0f, 0.0f};  // sum gh, sum gh * x-hat
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) {
+      if (e >= n) continue;
+      const float gh = mul_rn(in.dy[e], in.gamma[e]);
+      sums[0] = add_rn(sums[0], gh);
+      sums[1] = fma_rn(gh, in.x_hat[e], sums[1]);
+      dgamma[e] = fma_rn(in.dy[e], x_hat_w[e], dgamma[e]);
+      dbeta[e] = add_rn(dbeta[e], in.dy[e]);
+    }
+    block_sum<2>(sums, scratch);
+    const float mean_gh = layer ? div_rn(sums[0], h_count) : 0.0f;
+    const float mean_ghx = div_rn(sums[1], h_count);
+    float extra[kChunk];
+    if (a.d_residual_out != nullptr)
+      load_chunk<kAligned>(a.d_residual_out, pick<kFixed>(a.x_dt),
+                           row * a.d_residual_out_stride + column, n, extra);
+    // gh and x-hat again from the raw row (gamma from L1): fewer registers live across the
+    // reduction than keeping 16 floats (the 1024-thread block has 64 registers a thread).
+    backward_values<kAligned, kWords, kFixed>(a, column, n, rstd, mean, dy_raw, xy_raw, in);
+    float dx[kChunk];
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) {
+      const float gh = mul_rn(in.dy[e], in.gamma[e]);
+      const float inner = sub_rn(sub_rn(gh, mean_gh), mul_rn(in.x_hat[e], mean_ghx));
+      dx[e] = mul_rn(rstd, inner);
+      if (a.d_residual_out != nullptr) dx[e] = add_rn(dx[e], extra[e]);
+    }
+    store_chunk<kAligned>(a.dx, pick<kFixed>(a.x_dt), row * a.dx_stride + column, n, dx);
+  }
+
+  const int64_t out = static_cast<int64_t>(block_x()) * hidden + column;
+#pragma unroll
+  for (int e = 0; e < kChunk; ++e) {
+    if (e >= n) continue;
+    if (a.dweight_partial != nullptr) a.dweight_partial[out + e] = dgamma[e];
+    if (a.dbias_partial != nullptr) a.dbias_partial[out + e] = dbeta[e];
+  }
+}
+
+// kFixed: BF16 / F16 (every tensor of that dtype, 4-word raw chunks) or F32 (any dtypes, read
+// at run time, 8-word raw chunks). kMaxThreads: 512 (H <= 4096; up to 128 registers, no spill,
+// one block per SM) or 1024 (H <= 8192; 64 registers, a few spills to L1).
+template <Dt kFixed, int kMaxThreads>
+__global__ void __launch_bounds__(kMaxThreads, 1) backward_register_kernel(NormBackwardArgs a) {
+  constexpr int kWords = kFixed == Dt::F32 ? 8 : 4;
+  SY_LIGER_SHARED float scratch[64];
+  if (a.aligned)
+    backward_rows_registers<true, kWords, kFixed>(a, scratch);
+  else
+    backward_rows_registers<false, kWords, kFixed>(a, scratch);
+}
+
+// ---- backward, shared-memory path (rows wider than 8192) ------------------------------------
+
+template <bool kAligned>
+__device__ __forceinline__ void backward_rows_shared(const NormBackwardArgs& a, float* sums_smem,
+                                                     float* scratch) {
   const int64_t hidden = a.hidden;
   const int64_t chunks = (hidden + kChunk - 1) / kChunk;
   const int64_t threads = block_dim();
@@ -283,49 +628,118 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, float* 
 }
 
 __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks)
-    backward_kernel(NormBackwardArgs a) {
+    backward_shared_kernel(NormBackwardArgs a) {
   float* sums_smem = static_cast<float*>(dynamic_shared());
   SY_LIGER_SHARED float scratch[64];
   if (a.aligned)
-    backward_rows<true>(a, sums_smem, scratch);
+    backward_rows_shared<true>(a, sums_smem, scratch);
   else
-    backward_rows<false>(a, sums_smem, scratch);
+    backward_rows_shared<false>(a, sums_smem, scratch);
 }
 
-__global__ void weight_grad_kernel(const float* partial, int64_t blocks, int64_t hidden,
-                                   void* out, Dt out_dt, bool accumulate) {
-  const int64_t j = block_x() * static_cast<int64_t>(block_dim()) + thread_x();
-  if (j >= hidden) return;
+// out[j] (+)= sum over the blocks' partial rows: lane l (a warp) sums partial rows l, l + 16, ...
+// in order, then the 16 lane sums are added in lane order. The order depends on the block
+// count alone; 16 lanes x 32 columns keep ~1 K loads in flight per block instead of one
+// thread walking every partial row (which left the GPU idle on a latency chain).
+__global__ void __launch_bounds__(kFinalizeThreads)
+    weight_grad_kernel(const float* partial, int64_t blocks, int64_t hidden, void* out,
+                       Dt out_dt, bool accumulate) {
+  SY_LIGER_SHARED float lane_sums[kFinalizeLanes * kFinalizeColumns];
+  const int column_lane = static_cast<int>(thread_x()) % kFinalizeColumns;
+  const int lane = static_cast<int>(thread_x()) / kFinalizeColumns;
+  const int64_t j = static_cast<int64_t>(block_x()) * kFinalizeColumns + column_lane;
   float sum = 0.0f;
-  for (int64_t b = 0; b < blocks; ++b) sum = add_rn(sum, partial[b * hidden + j]);
+  if (j < hidden) {
+#pragma unroll 8
+    for (int64_t b = lane; b < blocks; b += kFinalizeLanes)
+      sum = add_rn(sum, partial[b * hidden + j]);
+  }
+  lane_sums[lane * kFinalizeColumns + column_lane] = sum;
+  sync_threads();
+  if (lane != 0 || j >= hidden) return;
+  float total = lane_sums[column_lane];
+  for (int l = 1; l < kFinalizeLanes; ++l)
+    total = add_rn(total, lane_sums[l * kFinalizeColumns + column_lane]);
   if (accumulate) {
     float* target = static_cast<float*>(out) + j;
-    *target = add_rn(*target, sum);
+    *target = add_rn(*target, total);
   } else {
-    store1(out, out_dt, j, sum);
+    store1(out, out_dt, j, total);
   }
 }
 
 // ---- dispatch -------------------------------------------------------------------------------
-// `launch(grid, threads, shared_bytes, kernel, args...)`, as for cross entropy.
+// `launch(grid, threads, shared_bytes, kernel, args...)`, as for cross entropy. The path follows
+// from a.threads (norm_geometry.hpp) and the hidden size only.
+
+// Chunks per thread of the forward; above kNormForwardChunksPerThread the re-reading kernel.
+inline int64_t forward_chunks_per_thread(const NormForwardArgs& a) {
+  return (norm_chunks(a.hidden) + a.threads - 1) / a.threads;
+}
+
+inline bool backward_in_registers(const NormBackwardArgs& a) {
+  return a.threads <= kNormBackwardMaxThreads && a.threads >= norm_chunks(a.hidden);
+}
+
+// Dynamic shared memory of the backward launch (0 on the register path).
+inline int64_t backward_shared_bytes(const NormBackwardArgs& a) {
+  if (backward_in_registers(a)) return 0;
+  return norm_backward_shared_bytes(a.hidden, a.dweight_partial != nullptr,
+                                    a.dbias_partial != nullptr);
+}
+
+template <int kWords, class Launch>
+void dispatch_norm_forward_registers(Launch&& launch, const NormForwardArgs& a,
+                                     int64_t per_thread) {
+  const auto rows = static_cast<unsigned>(a.rows);
+  if (per_thread <= 1)
+    launch(rows, a.threads, 0, forward_register_kernel<1, kWords>, a);
+  else if (per_thread <= 2)
+    launch(rows, a.threads, 0, forward_register_kernel<2, kWords>, a);
+  else
+    launch(rows, a.threads, 0, forward_register_kernel<kNormForwardChunksPerThread, kWords>, a);
+}
 
 template <class Launch>
 void dispatch_norm_forward(Launch&& launch, const NormForwardArgs& a) {
-  launch(static_cast<unsigned>(a.rows), a.threads, 0, forward_kernel, a);
+  const int64_t per_thread = forward_chunks_per_thread(a);
+  if (per_thread > kNormForwardChunksPerThread)
+    launch(static_cast<unsigned>(a.rows), a.threads, 0, forward_reread_kernel, a);
+  else if (narrow_dtypes(a.x_dt, a.x_dt))
+    dispatch_norm_forward_registers<4>(launch, a, per_thread);
+  else
+    dispatch_norm_forward_registers<8>(launch, a, per_thread);
+}
+
+template <int kMaxThreads, class Launch>
+void dispatch_norm_backward_registers(Launch&& launch, const NormBackwardArgs& a,
+                                      unsigned blocks) {
+  const bool one_dtype = a.y_dt == a.x_or_y_dt && a.y_dt == a.x_dt &&
+                         (a.weight == nullptr || a.w_dt == a.x_dt);
+  if (one_dtype && a.x_dt == Dt::BF16)
+    launch(blocks, a.threads, 0, backward_register_kernel<Dt::BF16, kMaxThreads>, a);
+  else if (one_dtype && a.x_dt == Dt::F16)
+    launch(blocks, a.threads, 0, backward_register_kernel<Dt::F16, kMaxThreads>, a);
+  else
+    launch(blocks, a.threads, 0, backward_register_kernel<Dt::F32, kMaxThreads>, a);
 }
 
 template <class Launch>
 void dispatch_norm_backward(Launch&& launch, const NormBackwardArgs& a) {
-  const int64_t shared = norm_backward_shared_bytes(a.hidden, a.dweight_partial != nullptr,
-                                                    a.dbias_partial != nullptr);
-  launch(static_cast<unsigned>(norm_backward_blocks(a.rows)), a.threads,
-         static_cast<size_t>(shared), backward_kernel, a);
+  const auto blocks = static_cast<unsigned>(norm_backward_blocks(a.rows));
+  if (backward_in_registers(a) && a.threads <= 512)
+    dispatch_norm_backward_registers<512>(launch, a, blocks);
+  else if (backward_in_registers(a))
+    dispatch_norm_backward_registers<kNormBackwardMaxThreads>(launch, a, blocks);
+  else
+    launch(blocks, a.threads, static_cast<size_t>(backward_shared_bytes(a)),
+           backward_shared_kernel, a);
 }
 
 template <class Launch>
 void dispatch_norm_weight_grad(Launch&& launch, const float* partial, int64_t blocks,
                                int64_t hidden, void* out, Dt out_dt, bool accumulate) {
-  const int64_t grid = (hidden + kFinalizeThreads - 1) / kFinalizeThreads;
+  const int64_t grid = (hidden + kFinalizeColumns - 1) / kFinalizeColumns;
   launch(static_cast<unsigned>(grid), kFinalizeThreads, 0, weight_grad_kernel, partial, blocks,
          hidden, out, out_dt, accumulate);
 }

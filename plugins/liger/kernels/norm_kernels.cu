@@ -25,13 +25,11 @@ cudaError_t launch_norm_forward(const NormForwardArgs& a, cudaStream_t stream) {
 
 cudaError_t launch_norm_backward(const NormBackwardArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
-  const int64_t shared = norm_backward_shared_bytes(a.hidden, a.dweight_partial != nullptr,
-                                                    a.dbias_partial != nullptr);
-  if (shared > 48 * 1024) {
+  if (backward_shared_bytes(a) > 48 * 1024) {
     // Always the same (largest) value: concurrent calls with other hidden sizes never lower
     // the limit between another call's attribute and its launch.
     const cudaError_t status =
-        cudaFuncSetAttribute(backward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        cudaFuncSetAttribute(backward_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kMaxDynamicSharedBytes));
     if (status != cudaSuccess) return status;
   }

@@ -11,7 +11,6 @@
 #include "ce_cuda.hpp"
 
 #include "../ce_semantics.hpp"
-#include "../tensor_layout.hpp"
 #include "ce_kernels.hpp"
 #include "chunk_geometry.hpp"
 #include "cuda_check.hpp"
@@ -47,12 +46,12 @@ struct CeWorkspace {
     int64_t at = 0;
     auto place = [&](int64_t bytes) {
       const int64_t offset = at;
-      at = align_up(at + bytes, kAlignment);
+      at = sy::align_up(at + bytes, kAlignment);
       return offset;
     };
     // Rows of whole chunks (padded_columns): 32-byte aligned, never a cut chunk.
-    s.z = place(checked_multiply(
-        checked_multiply(n, padded_columns(p.vocab_local), "rows x vocab_local"), 4,
+    s.z = place(sy::checked_multiply(
+        sy::checked_multiply(n, padded_columns(p.vocab_local), "rows x vocab_local"), 4,
         "the fp32 logits copy"));
     s.local_max = place(n * 4);
     s.global_max = place(n * 4);

@@ -2,7 +2,6 @@
 // the kernels (the dgamma/dbeta partials read dy and x_or_y before dx may overwrite them).
 #include "norm_cuda.hpp"
 
-#include "../tensor_layout.hpp"
 #include "chunk_geometry.hpp"
 #include "cuda_check.hpp"
 #include "norm_kernels.hpp"
@@ -19,11 +18,10 @@ bool has(const sy_norm_problem& p, uint32_t flag) { return (p.flags & flag) != 0
 
 // One partial row of padded_columns(H) doubles per kRowsPerPartial rows.
 int64_t partial_bytes(const sy_norm_problem& p) {
-  return align_up(checked_multiply(checked_multiply(weight_partial_blocks(p.rows),
-                                                    padded_columns(p.hidden),
-                                                    "row blocks x hidden"),
-                                   8, "the dgamma partials"),
-                  kAlignment);
+  const int64_t row_block_values = sy::checked_multiply(
+      weight_partial_blocks(p.rows), padded_columns(p.hidden), "row blocks x hidden");
+  return sy::align_up(sy::checked_multiply(row_block_values, 8, "the dgamma partials"),
+                      kAlignment);
 }
 
 NormKind kind_of(const sy_norm_problem& p) { return static_cast<NormKind>(p.kind); }

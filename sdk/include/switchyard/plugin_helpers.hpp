@@ -6,6 +6,11 @@
 //   - sy::set_error: printf-style error writing that honours err->struct_size.
 //   - tensor checks that produce the messages the conformance suite expects: they name the
 //     argument and the expected vs. actual value.
+//   - the small argument checks every entry point repeats: struct sizes, data dtypes, the
+//     workspace, overflow-checked sizes.
+// Whether two tensors share memory is in <switchyard/tensor_layout.hpp>; the ABI's rules for
+// cross-entropy and norm arguments are in <switchyard/ce_checks.hpp> and
+// <switchyard/norm_checks.hpp>.
 #ifndef SWITCHYARD_PLUGIN_HELPERS_HPP
 #define SWITCHYARD_PLUGIN_HELPERS_HPP
 
@@ -16,7 +21,9 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <new>
 #include <string>
 #include <type_traits>
@@ -67,6 +74,14 @@ class Failure : public std::exception {
 [[noreturn]] inline void fail(sy_status status, const std::string& message) {
   throw Failure(status, message);
 }
+// The caller's fault: a request that cannot mean anything.
+[[noreturn]] inline void invalid_argument(const std::string& message) {
+  fail(SY_ERR_INVALID_ARGUMENT, message);
+}
+// A valid request this plugin does not serve.
+[[noreturn]] inline void unsupported(const std::string& message) {
+  fail(SY_ERR_UNSUPPORTED, message);
+}
 
 // Runs fn() (which returns void or sy_status) so that no exception crosses the ABI.
 template <class Fn>
@@ -88,6 +103,22 @@ sy_status guarded(sy_error* err, Fn&& fn) noexcept {
   } catch (...) {
     return set_error(err, SY_ERR_INTERNAL, "internal error: unknown C++ exception");
   }
+}
+
+// ---- message text --------------------------------------------------------------------------
+
+// A float as printf's "%g" writes it: "1e-05", "0.1", "nan".
+inline std::string float_text(float value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", static_cast<double>(value));
+  return buffer;
+}
+
+// A bit set in hexadecimal: "0x10".
+inline std::string hex_text(uint32_t value) {
+  char buffer[16];
+  std::snprintf(buffer, sizeof buffer, "0x%x", static_cast<unsigned>(value));
+  return buffer;
 }
 
 // ---- dtypes and devices -------------------------------------------------------------------
@@ -138,6 +169,64 @@ inline uint32_t dtype_bit(DLDataType t) {
   if (same(t, kF16)) return SY_DTYPE_F16;
   if (same(t, kBF16)) return SY_DTYPE_BF16;
   return 0;
+}
+
+// Throws SY_ERR_UNSUPPORTED unless `dtype` is a data dtype of the ABI (float32, bfloat16,
+// float16); `field` names the problem field and `plugin` the backend that refuses it.
+inline void require_data_dtype(DLDataType dtype, const char* field, const char* plugin) {
+  if (dtype_bit(dtype) != 0) return;
+  fail(SY_ERR_UNSUPPORTED, std::string("problem.") + field + " = " + dtype_name(dtype) +
+                               " is not supported by " + plugin +
+                               "; supported: float32, bfloat16, float16");
+}
+
+// ---- argument structs and sizes -----------------------------------------------------------
+
+// Throws SY_ERR_INVALID_ARGUMENT when a caller-filled struct is older than the ABI v1.0 form
+// the plugin reads; `what` names it ("problem", "args", "tp").
+inline void require_struct_size(size_t given, size_t required, const char* what) {
+  if (given < required)
+    fail(SY_ERR_INVALID_ARGUMENT,
+         std::string(what) + ".struct_size = " + std::to_string(given) + " is smaller than the " +
+             std::to_string(required) +
+             " bytes of its ABI v1.0 form; set struct_size = sizeof(the struct)");
+}
+
+// a * b for non-negative sizes, or SY_ERR_INVALID_ARGUMENT naming `what` when it does not fit
+// an int64.
+inline int64_t checked_multiply(int64_t a, int64_t b, const char* what) {
+  if (a != 0 && b > std::numeric_limits<int64_t>::max() / a)
+    fail(SY_ERR_INVALID_ARGUMENT,
+         std::string(what) + " overflows: " + std::to_string(a) + " x " + std::to_string(b));
+  return a * b;
+}
+
+inline int64_t align_up(int64_t bytes, int64_t alignment) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+
+// Throws SY_ERR_INVALID_ARGUMENT unless the caller's workspace covers the `required` bytes
+// `plugin` asked for with workspace_size(), is set when required > 0 and, when `alignment` > 1,
+// starts on a multiple of `alignment` bytes.
+inline void require_workspace(const void* workspace, int64_t workspace_bytes, int64_t required,
+                              const char* plugin, int64_t alignment = 1) {
+  if (workspace_bytes < required)
+    fail(SY_ERR_INVALID_ARGUMENT,
+         "workspace_bytes = " + std::to_string(workspace_bytes) + " is too small: " + plugin +
+             " needs " + std::to_string(required) +
+             " bytes for this problem; allocate workspace_size(problem) bytes");
+  if (required <= 0) return;
+  if (workspace == nullptr)
+    fail(SY_ERR_INVALID_ARGUMENT, std::string("workspace is NULL but ") + plugin + " needs " +
+                                      std::to_string(required) +
+                                      " bytes for this problem (workspace_size)");
+  if (alignment > 1 &&
+      reinterpret_cast<uintptr_t>(workspace) % static_cast<uintptr_t>(alignment) != 0)
+    fail(SY_ERR_INVALID_ARGUMENT,
+         "workspace is not " + std::to_string(alignment) +
+             "-byte aligned; pass the start of an allocation (cudaMalloc returns 256-byte "
+             "aligned memory) or an offset that is a multiple of " +
+             std::to_string(alignment));
 }
 
 // ---- tensor checks ------------------------------------------------------------------------
@@ -193,6 +282,25 @@ inline void check_tensor(const DLTensor* t, const char* name, DLDataType dtype, 
                                         std::to_string(t->shape[1]) + " (rows overlap)");
   }
 }
+
+// A rule a plugin adds to each tensor after check_tensor accepted it (an alignment, say); the
+// argument checks of <switchyard/ce_checks.hpp> and <switchyard/norm_checks.hpp> take one.
+using TensorRule = void (*)(const DLTensor* tensor, const char* name);
+
+// check_tensor for the tensors of one call (one device), each followed by the plugin's rule.
+class TensorChecker {
+ public:
+  TensorChecker(DLDevice device, TensorRule extra) : device_(device), extra_(extra) {}
+  void operator()(const DLTensor* t, const char* name, DLDataType dtype,
+                  std::initializer_list<int64_t> shape) const {
+    check_tensor(t, name, dtype, device_, shape);
+    if (extra_ != nullptr) extra_(t, name);
+  }
+
+ private:
+  DLDevice device_;
+  TensorRule extra_;
+};
 
 // ---- logging ------------------------------------------------------------------------------
 

@@ -2,31 +2,16 @@
 
 #include <switchyard/float16.hpp>
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
-#include <thread>
 
 namespace switchyard::fused::test {
 
-// ---- TempDir --------------------------------------------------------------------------------
-
-TempDir::TempDir() {
-  char pattern[] = "/tmp/switchyard-fused-test-XXXXXX";
-  if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
-  path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
+// ---- files ----------------------------------------------------------------------------------
 
 std::vector<std::string> files_in(const std::string& folder) {
   std::vector<std::string> names;
@@ -229,53 +214,13 @@ void FakeHost::set_option(const std::string& key, const std::string& value) {
 
 // ---- processes ------------------------------------------------------------------------------
 
-namespace {
-
-std::string drain(int fd) {
-  std::string out;
-  char buffer[4096];
-  for (ssize_t got; (got = ::read(fd, buffer, sizeof buffer)) > 0;) out.append(buffer, static_cast<size_t>(got));
-  ::close(fd);
-  return out;
-}
-
-}  // namespace
-
 ProcessResult run_program(const std::string& program, const std::vector<std::string>& args,
                           const std::map<std::string, std::string>& environment) {
-  int out_pipe[2], err_pipe[2];
-  if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
   std::vector<std::string> env_strings;
   const char* path = std::getenv("PATH");
   env_strings.push_back(std::string("PATH=") + (path ? path : "/usr/bin:/bin"));
   for (const auto& [key, value] : environment) env_strings.push_back(key + "=" + value);
-  std::vector<char*> env;
-  for (auto& s : env_strings) env.push_back(s.data());
-  env.push_back(nullptr);
-  std::vector<std::string> argv_strings = {program};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(out_pipe[1], 1);
-    ::dup2(err_pipe[1], 2);
-    ::close(out_pipe[0]);
-    ::close(err_pipe[0]);
-    ::execve(program.c_str(), argv.data(), env.data());
-    _exit(127);
-  }
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  ProcessResult result;
-  std::thread err_reader([&] { result.err = drain(err_pipe[0]); });
-  result.out = drain(out_pipe[0]);
-  err_reader.join();
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return switchyard::test::run_process(program, args, env_strings, std::chrono::seconds(120));
 }
 
 }  // namespace switchyard::fused::test

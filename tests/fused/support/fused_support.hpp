@@ -4,6 +4,9 @@
 #ifndef SWITCHYARD_TESTS_FUSED_SUPPORT_HPP
 #define SWITCHYARD_TESTS_FUSED_SUPPORT_HPP
 
+#include "run_process.hpp"
+#include "temp_dir.hpp"
+
 #include <switchyard/plugin.h>
 
 #include <cstdint>
@@ -16,18 +19,7 @@
 namespace switchyard::fused::test {
 
 // A fresh folder under /tmp, removed with its contents at scope exit.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using switchyard::test::TempDir;
 
 // Names of the files in a folder (sorted), for "what did the cache write".
 std::vector<std::string> files_in(const std::string& folder);
@@ -85,10 +77,7 @@ class FakeHost {
   sy_host host_{};
 };
 
-struct ProcessResult {
-  int exit_code = -1;
-  std::string out, err;
-};
+using switchyard::test::ProcessResult;
 
 // Runs `program args...` with exactly `environment` (plus PATH) and captures its output.
 ProcessResult run_program(const std::string& program, const std::vector<std::string>& args,

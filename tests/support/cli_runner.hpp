@@ -2,31 +2,16 @@
 #ifndef SWITCHYARD_TESTS_CLI_RUNNER_HPP
 #define SWITCHYARD_TESTS_CLI_RUNNER_HPP
 
+#include "run_process.hpp"
+#include "temp_dir.hpp"
+
 #include <map>
 #include <string>
 #include <vector>
 
 namespace switchyard::test {
 
-struct CliResult {
-  int exit_code = -1;    // -1 when killed by a signal
-  int signal = 0;        // the signal that killed it, 0 when it exited
-  std::string out, err;  // stdout and stderr, separately
-};
-
-// A fresh folder under /tmp, removed with everything in it when this goes out of scope.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using CliResult = ProcessResult;
 
 // Runs `switchyard <args>` with an environment of only PATH, HOME (an empty temp folder
 // unless `env` sets it), SWITCHYARD_PLUGIN_SYSTEM_PATH (an empty temp folder unless `env`

@@ -2,55 +2,20 @@
 
 #include "test_paths.hpp"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 
 namespace switchyard::test {
 
 namespace fs = std::filesystem;
 
-TempDir::TempDir() {
-  std::string pattern = (fs::temp_directory_path() / "switchyard-cli-test-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr)
-    throw std::runtime_error("mkdtemp failed: " + std::string(std::strerror(errno)));
-  path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  fs::remove_all(path_, ignored);
-}
-
-namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-}  // namespace
-
 CliResult run_cli(const std::vector<std::string>& args,
                   const std::map<std::string, std::string>& env) {
   TempDir scratch;
-  const std::string out_path = scratch / "stdout", err_path = scratch / "stderr";
   fs::create_directory(scratch / "home");
   fs::create_directory(scratch / "system-plugins");
-
   std::map<std::string, std::string> environment = {
       {"PATH", "/usr/local/bin:/usr/bin:/bin"},
       {"HOME", scratch / "home"},
@@ -59,50 +24,7 @@ CliResult run_cli(const std::vector<std::string>& args,
   for (const auto& [key, value] : env) environment[key] = value;
   std::vector<std::string> env_strings;
   for (const auto& [key, value] : environment) env_strings.push_back(key + "=" + value);
-
-  const std::string binary = bin_dir() + "/switchyard";
-  std::vector<std::string> argv_strings = {binary};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv, envp;
-  for (auto& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-
-  const pid_t child = ::fork();
-  if (child < 0) throw std::runtime_error("fork failed: " + std::string(std::strerror(errno)));
-  if (child == 0) {
-    const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int in = ::open("/dev/null", O_RDONLY);
-    if (out < 0 || err < 0 || in < 0) ::_exit(126);
-    ::dup2(in, 0);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    ::execve(binary.c_str(), argv.data(), envp.data());
-    const char message[] = "execve of the switchyard binary failed\n";
-    (void)!::write(2, message, sizeof message - 1);
-    ::_exit(127);
-  }
-  int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  for (;;) {
-    const pid_t done = ::waitpid(child, &status, WNOHANG);
-    if (done == child) break;
-    if (done < 0 && errno != EINTR) throw std::runtime_error("waitpid failed");
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(child, SIGKILL);
-      ::waitpid(child, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  CliResult result;
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
-  result.out = read_file(out_path);
-  result.err = read_file(err_path);
-  return result;
+  return run_process(bin_dir() + "/switchyard", args, env_strings, std::chrono::seconds(60));
 }
 
 std::string fixture_folder(const std::string& name) { return fixture_dir() + "/" + name; }
