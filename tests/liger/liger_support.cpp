@@ -1,36 +1,15 @@
 #include "liger_support.hpp"
 
+#include "test_host.hpp"
 #include "test_paths.hpp"
 
 #include <doctest/doctest.h>
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <mutex>
 
 namespace liger_test {
 namespace {
-
-std::mutex g_mutex;
-std::map<std::string, std::string> g_options;
-std::vector<std::string> g_log;
-
-const char* host_option(const char* plugin, const char* key) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (std::string(plugin) != "liger") return nullptr;
-  const auto found = g_options.find(key);
-  return found == g_options.end() ? nullptr : found->second.c_str();
-}
-
-void host_log_line(sy_log_level level, const char* plugin, const char* message) {
-  static const char* const names[] = {"TRACE", "DEBUG", "INFO", "WARN", "ERROR"};
-  std::lock_guard<std::mutex> lock(g_mutex);
-  const char* name = level >= 0 && level <= 4 ? names[level] : "?";
-  g_log.push_back(std::string(name) + " [" + plugin + "] " + message);
-}
-
-const sy_host g_host = {sizeof(sy_host), SY_ABI_MAJOR, SY_ABI_MINOR, "test", host_log_line,
-                        host_option};
 
 sy_plugin_entry entry() {
   auto symbol = reinterpret_cast<sy_plugin_entry>(dlsym(library(), SY_PLUGIN_ENTRY_SYMBOL));
@@ -52,24 +31,15 @@ void* library() {
 }
 
 const sy_plugin* load(const std::map<std::string, std::string>& options) {
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    g_options = options;
-  }
-  return entry()(&g_host);
+  switchyard::test::set_host_options("liger", options);
+  return entry()(switchyard::test::test_host());
 }
 
 const sy_plugin* call_entry(const sy_host* host) { return entry()(host); }
 
-std::vector<std::string> host_log() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return g_log;
-}
+std::vector<std::string> host_log() { return switchyard::test::host_log_lines(); }
 
-void clear_host_log() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_log.clear();
-}
+void clear_host_log() { switchyard::test::clear_host_log_lines(); }
 
 bool logged(const std::string& level, std::initializer_list<const char*> fragments) {
   const std::vector<std::string> lines = host_log();

@@ -1,5 +1,6 @@
 #include "native_support.hpp"
 
+#include "test_host.hpp"
 #include "test_paths.hpp"
 
 #include <switchyard/float16.hpp>
@@ -10,32 +11,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <mutex>
+#include <map>
 #include <sstream>
 
 namespace native_test {
 namespace {
-
-std::mutex g_mutex;
-std::string g_threads;  // the "threads" option the host reports; "" = unset
-std::vector<std::string> g_log;
-
-const char* host_option(const char* plugin, const char* key) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (std::strcmp(plugin, "native") == 0 && std::strcmp(key, "threads") == 0 && !g_threads.empty())
-    return g_threads.c_str();  // stable until the next load_native(), which the tests serialise
-  return nullptr;
-}
-
-void host_log_line(sy_log_level level, const char* plugin, const char* message) {
-  static const char* const names[] = {"TRACE", "DEBUG", "INFO", "WARN", "ERROR"};
-  std::lock_guard<std::mutex> lock(g_mutex);
-  const char* name = level >= 0 && level <= 4 ? names[level] : "?";
-  g_log.push_back(std::string(name) + " [" + plugin + "] " + message);
-}
-
-const sy_host g_host = {sizeof(sy_host), SY_ABI_MAJOR, SY_ABI_MINOR, "test", host_log_line,
-                        host_option};
 
 sy_plugin_entry entry() {
   static void* handle = nullptr;
@@ -60,11 +40,11 @@ int64_t element_size(DLDataType t) { return t.bits / 8; }
 
 const sy_plugin* load_native(const std::string& threads) {
   sy_plugin_entry function = entry();
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    g_threads = threads;
-  }
-  g_plugin = function(&g_host);
+  // The "threads" option the host reports; "" = unset.
+  switchyard::test::set_host_options(
+      "native", threads.empty() ? std::map<std::string, std::string>{}
+                                : std::map<std::string, std::string>{{"threads", threads}});
+  g_plugin = function(switchyard::test::test_host());
   return g_plugin;
 }
 
@@ -87,15 +67,9 @@ const sy_norm& norm() {
   return *g_plugin->norm;
 }
 
-std::vector<std::string> host_log() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return g_log;
-}
+std::vector<std::string> host_log() { return switchyard::test::host_log_lines(); }
 
-void clear_host_log() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_log.clear();
-}
+void clear_host_log() { switchyard::test::clear_host_log_lines(); }
 
 // ---- Tensor ---------------------------------------------------------------------------------
 

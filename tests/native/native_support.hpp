@@ -26,7 +26,7 @@ const sy_plugin* load_native(int threads);
 const sy_plugin* call_entry(const sy_host* host);
 const sy_cross_entropy& ce();  // of the last load_native()
 const sy_norm& norm();
-// Lines the plugin logged through the test host ("LEVEL message").
+// Lines the plugin logged through the test host ("LEVEL [native] message").
 std::vector<std::string> host_log();
 void clear_host_log();
 

@@ -496,7 +496,7 @@ __device__ __forceinline__ void backward_rows_registers(const NormBackwardArgs& 
     block_sum<2>(sums, scratch);
     const float mean_gh = layer ? div_rn(sums[0], h_count) : 0.0f;
     const float mean_ghx = div_rn(sums[1], h_count);
-    float extra[kChunk];
+    float extra[kChunk] = {};
     if (a.d_residual_out != nullptr)
       load_chunk<kAligned>(a.d_residual_out, pick<kFixed>(a.x_dt),
                            row * a.d_residual_out_stride + column, n, extra);
