@@ -101,7 +101,7 @@ void norm_backward(const sy_norm_backward_args& args, const Options& options) {
   }
   k.aligned = all_aligned({args.dy, args.x_or_y, args.weight, args.bias, args.d_residual_out,
                            args.dx});
-  k.threads = norm_backward_threads(p.hidden);  // one chunk per thread up to H = 8192
+  k.threads = norm_backward_threads(p.hidden);  // 1-2 chunks a thread, <= 512 threads, up to H = 8192
 
   DeviceGuard device(p.device.device_id);
   cudaStream_t stream = static_cast<cudaStream_t>(args.stream);

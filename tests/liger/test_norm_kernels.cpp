@@ -351,18 +351,19 @@ TEST_CASE("norms: kinds x dtypes x hidden sizes (1, 127, 4096 and 8200: 1 to 3 c
 }
 
 TEST_CASE("norms: every kernel path (register forward with 1, 2 and 4 chunks a thread and the "
-          "re-reading one; register backward of 512 and 1024 threads, one dtype or mixed, and "
+          "re-reading one; register backward of 1 and 2 chunks a thread, one dtype or mixed, and "
           "the shared-memory one)") {
   // H -> forward chunks a thread / backward path: 520 -> 3 (the K = 4 kernel with idle chunk
-  // slots) / 96 threads; 8192 -> 4 / 1024 threads; 8200 -> 4 / shared memory; 16392 -> the
-  // re-reading forward.
+  // slots) / 96 threads; 4104 -> 288 threads x 2 chunks (idle slots); 8192 -> 4 / 512 threads x
+  // 2 chunks; 8200 -> 4 / shared memory; 16392 -> the re-reading forward.
   CHECK(lg::norm_forward_threads(4096) == 128);
   CHECK(lg::norm_forward_threads(8192) == 256);
   CHECK(lg::norm_backward_threads(4096) == 512);
-  CHECK(lg::norm_backward_threads(8192) == 1024);
+  CHECK(lg::norm_backward_threads(8192) == 512);
+  CHECK(lg::norm_backward_threads(4104) == 288);  // 514 chunks: two a thread, idle slots
   CHECK(lg::norm_backward_threads(8200) == lg::row_threads(8200));
   for (sy_norm_kind kind : kKinds) {
-    for (int64_t hidden : {520, 8192}) {
+    for (int64_t hidden : {520, 4104, 8192}) {
       run_case(make(kind, Dt::BF16, 3, hidden, SY_NORM_RESIDUAL));
       run_case(make(kind, Dt::F16, 3, hidden));
       NormCase mixed = make(kind, Dt::BF16, 3, hidden);

@@ -11,8 +11,8 @@
 // residual_out (L1/L2 hits).
 //
 // Backward: Liger's per-program partial dgamma/dbeta, made deterministic: block b owns the fixed
-// rows [32 b, 32 b + 32) and walks them in order. Register path (H <= 8192): one chunk per
-// thread, x_or_y and dy read once per row (the next row's loads are issued before this row's
+// rows [32 b, 32 b + 32) and walks them in order. Register path (H <= 8192): one or two chunks
+// per thread (at most 512 threads, 128 registers), x_or_y and dy read once per row (the next row's loads are issued before this row's
 // reduction), dgamma/dbeta summed in registers. Shared-memory path (wider rows): the column sums
 // live in shared memory and each row is read twice. A second kernel adds the blocks' sums column
 // by column: 16 fixed interleaved lanes of blocks, each in block order, then the lanes in order.
@@ -394,7 +394,7 @@ __device__ __forceinline__ void finish_backward_chunk(const NormBackwardArgs& a,
                                                       const float (&xy)[kChunk],
                                                       BackwardChunk& out) {
   const bool layer = a.kind == NormKind::Layer;
-  float b[kChunk];
+  float b[kChunk] = {};  // read only with a bias; zeroed for g++ -Wmaybe-uninitialized
   if (a.weight != nullptr) {
     load_chunk<kAligned>(a.weight, pick<kFixed>(a.w_dt), column, n, out.gamma);
 #pragma unroll
@@ -442,98 +442,131 @@ __device__ __forceinline__ void backward_values(const NormBackwardArgs& a, int64
   finish_backward_chunk<kAligned, kFixed>(a, column, n, rstd, mean, xy, out);
 }
 
-// Thread t owns chunk t of every row of the block's 32; its dgamma/dbeta column sums stay in
-// registers. Each row's dy and x_or_y are read once: the next row's loads (and its rstd/mean)
-// are issued before this row's reduction, so two rows per block are in flight.
-template <bool kAligned, int kWords, Dt kFixed>
+// Thread t owns chunks t + k * blockDim (k < K) of every row of the block's 32; its
+// dgamma/dbeta column sums stay in registers. Each row's dy and x_or_y are read once: the next
+// row's loads (and its rstd/mean) are issued before this row's reduction, so two rows per block
+// are in flight. The thread's partial sums add its chunks in k order (fixed by H).
+template <bool kAligned, int kWords, Dt kFixed, int K>
 __device__ __forceinline__ void backward_rows_registers(const NormBackwardArgs& a,
                                                         float* scratch) {
   const int64_t hidden = a.hidden;
-  const int64_t chunk = thread_x();
-  const int n = chunk < norm_chunks(hidden) ? chunk_length(hidden, chunk) : 0;
-  const int64_t column = chunk * kChunk;
+  const int64_t chunks = norm_chunks(hidden);
+  int n[K];
+  int64_t column[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t chunk = thread_x() + static_cast<int64_t>(k) * block_dim();
+    n[k] = chunk < chunks ? chunk_length(hidden, chunk) : 0;
+    column[k] = chunk * kChunk;
+  }
   const bool layer = a.kind == NormKind::Layer;
   const bool rms_llama = a.kind == NormKind::Rms && a.llama;
   const bool with_mean = layer && !a.memory_efficient;
   const float h_count = static_cast<float>(hidden);
 
-  float dgamma[kChunk], dbeta[kChunk];
+  float dgamma[K][kChunk], dbeta[K][kChunk];
 #pragma unroll
-  for (int e = 0; e < kChunk; ++e) dgamma[e] = dbeta[e] = 0.0f;
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) dgamma[k][e] = dbeta[k][e] = 0.0f;
 
   const int64_t first = static_cast<int64_t>(block_x()) * kNormRowsPerBlock;
   const int64_t last = first + kNormRowsPerBlock < a.rows ? first + kNormRowsPerBlock : a.rows;
-  RawChunk<kWords> next_dy, next_xy;
+  RawChunk<kWords> next_dy[K], next_xy[K];
   float next_rstd = 0.0f, next_mean = 0.0f;
   auto prefetch = [&](int64_t row) {
-    load_raw<kAligned>(a.dy, pick<kFixed>(a.y_dt), row * a.dy_stride + column, n, next_dy);
-    load_raw<kAligned>(a.x_or_y, pick<kFixed>(a.x_or_y_dt), row * a.x_or_y_stride + column, n, next_xy);
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      load_raw<kAligned>(a.dy, pick<kFixed>(a.y_dt), row * a.dy_stride + column[k], n[k],
+                         next_dy[k]);
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      load_raw<kAligned>(a.x_or_y, pick<kFixed>(a.x_or_y_dt), row * a.x_or_y_stride + column[k],
+                         n[k], next_xy[k]);
     next_rstd = a.rstd[row];
     next_mean = with_mean ? a.mean[row] : 0.0f;
   };
   prefetch(first);
   for (int64_t row = first; row < last; ++row) {
-    const RawChunk<kWords> dy_raw = next_dy, xy_raw = next_xy;
+    RawChunk<kWords> dy_raw[K], xy_raw[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      dy_raw[k] = next_dy[k];
+      xy_raw[k] = next_xy[k];
+    }
     const float rstd = next_rstd, mean = next_mean;
     if (row + 1 < last) prefetch(row + 1);
 
-    BackwardChunk in;
-    backward_values<kAligned, kWords, kFixed>(a, column, n, rstd, mean, dy_raw, xy_raw, in);
-    float x_hat_w[kChunk];  // the x-hat that multiplied gamma in the forward
-#pragma unroll
-    for (int e = 0; e < kChunk; ++e) x_hat_w[e] = in.x_hat[e];
-    if (rms_llama) round_chunk(pick<kFixed>(a.x_dt), x_hat_w);
     float sums[2] = {0.0f, 0.0f};  // sum gh, sum gh * x-hat
 #pragma unroll
-    for (int e = 0; e < kChunk; ++e) {
-      if (e >= n) continue;
-      const float gh = mul_rn(in.dy[e], in.gamma[e]);
-      sums[0] = add_rn(sums[0], gh);
-      sums[1] = fma_rn(gh, in.x_hat[e], sums[1]);
-      dgamma[e] = fma_rn(in.dy[e], x_hat_w[e], dgamma[e]);
-      dbeta[e] = add_rn(dbeta[e], in.dy[e]);
+    for (int k = 0; k < K; ++k) {
+      BackwardChunk in;
+      backward_values<kAligned, kWords, kFixed>(a, column[k], n[k], rstd, mean, dy_raw[k],
+                                                xy_raw[k], in);
+      float x_hat_w[kChunk];  // the x-hat that multiplied gamma in the forward
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e) x_hat_w[e] = in.x_hat[e];
+      if (rms_llama) round_chunk(pick<kFixed>(a.x_dt), x_hat_w);
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e) {
+        if (e >= n[k]) continue;
+        const float gh = mul_rn(in.dy[e], in.gamma[e]);
+        sums[0] = add_rn(sums[0], gh);
+        sums[1] = fma_rn(gh, in.x_hat[e], sums[1]);
+        dgamma[k][e] = fma_rn(in.dy[e], x_hat_w[e], dgamma[k][e]);
+        dbeta[k][e] = add_rn(dbeta[k][e], in.dy[e]);
+      }
     }
     block_sum<2>(sums, scratch);
     const float mean_gh = layer ? div_rn(sums[0], h_count) : 0.0f;
     const float mean_ghx = div_rn(sums[1], h_count);
-    float extra[kChunk] = {};
-    if (a.d_residual_out != nullptr)
-      load_chunk<kAligned>(a.d_residual_out, pick<kFixed>(a.x_dt),
-                           row * a.d_residual_out_stride + column, n, extra);
-    // gh and x-hat again from the raw row (gamma from L1): fewer registers live across the
-    // reduction than keeping 16 floats (the 1024-thread block has 64 registers a thread).
-    backward_values<kAligned, kWords, kFixed>(a, column, n, rstd, mean, dy_raw, xy_raw, in);
-    float dx[kChunk];
 #pragma unroll
-    for (int e = 0; e < kChunk; ++e) {
-      const float gh = mul_rn(in.dy[e], in.gamma[e]);
-      const float inner = sub_rn(sub_rn(gh, mean_gh), mul_rn(in.x_hat[e], mean_ghx));
-      dx[e] = mul_rn(rstd, inner);
-      if (a.d_residual_out != nullptr) dx[e] = add_rn(dx[e], extra[e]);
+    for (int k = 0; k < K; ++k) {
+      float extra[kChunk] = {};
+      if (a.d_residual_out != nullptr)
+        load_chunk<kAligned>(a.d_residual_out, pick<kFixed>(a.x_dt),
+                             row * a.d_residual_out_stride + column[k], n[k], extra);
+      // gh and x-hat again from the raw row (gamma from L1): fewer registers live across the
+      // reduction than keeping 16 floats a chunk.
+      BackwardChunk in;
+      backward_values<kAligned, kWords, kFixed>(a, column[k], n[k], rstd, mean, dy_raw[k],
+                                                xy_raw[k], in);
+      float dx[kChunk];
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e) {
+        const float gh = mul_rn(in.dy[e], in.gamma[e]);
+        const float inner = sub_rn(sub_rn(gh, mean_gh), mul_rn(in.x_hat[e], mean_ghx));
+        dx[e] = mul_rn(rstd, inner);
+        if (a.d_residual_out != nullptr) dx[e] = add_rn(dx[e], extra[e]);
+      }
+      store_chunk<kAligned>(a.dx, pick<kFixed>(a.x_dt), row * a.dx_stride + column[k], n[k], dx);
     }
-    store_chunk<kAligned>(a.dx, pick<kFixed>(a.x_dt), row * a.dx_stride + column, n, dx);
   }
 
-  const int64_t out = static_cast<int64_t>(block_x()) * hidden + column;
 #pragma unroll
-  for (int e = 0; e < kChunk; ++e) {
-    if (e >= n) continue;
-    if (a.dweight_partial != nullptr) a.dweight_partial[out + e] = dgamma[e];
-    if (a.dbias_partial != nullptr) a.dbias_partial[out + e] = dbeta[e];
+  for (int k = 0; k < K; ++k) {
+    const int64_t out = static_cast<int64_t>(block_x()) * hidden + column[k];
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) {
+      if (e >= n[k]) continue;
+      if (a.dweight_partial != nullptr) a.dweight_partial[out + e] = dgamma[k][e];
+      if (a.dbias_partial != nullptr) a.dbias_partial[out + e] = dbeta[k][e];
+    }
   }
 }
 
 // kFixed: BF16 / F16 (every tensor of that dtype, 4-word raw chunks) or F32 (any dtypes, read
-// at run time, 8-word raw chunks). kMaxThreads: 512 (H <= 4096; up to 128 registers, no spill,
-// one block per SM) or 1024 (H <= 8192; 64 registers, a few spills to L1).
-template <Dt kFixed, int kMaxThreads>
-__global__ void __launch_bounds__(kMaxThreads, 1) backward_register_kernel(NormBackwardArgs a) {
+// at run time, 8-word raw chunks). K: chunks a thread, 1 (H <= 4096) or 2 (H <= 8192); blocks
+// of at most kNormBackwardMaxThreads = 512 threads may use 128 registers (one block per SM).
+template <Dt kFixed, int K>
+__global__ void __launch_bounds__(kNormBackwardMaxThreads, 1)
+    backward_register_kernel(NormBackwardArgs a) {
   constexpr int kWords = kFixed == Dt::F32 ? 8 : 4;
   SY_LIGER_SHARED float scratch[64];
   if (a.aligned)
-    backward_rows_registers<true, kWords, kFixed>(a, scratch);
+    backward_rows_registers<true, kWords, kFixed, K>(a, scratch);
   else
-    backward_rows_registers<false, kWords, kFixed>(a, scratch);
+    backward_rows_registers<false, kWords, kFixed, K>(a, scratch);
 }
 
 // ---- backward, shared-memory path (rows wider than 8192) ------------------------------------
@@ -678,7 +711,8 @@ inline int64_t forward_chunks_per_thread(const NormForwardArgs& a) {
 }
 
 inline bool backward_in_registers(const NormBackwardArgs& a) {
-  return a.threads <= kNormBackwardMaxThreads && a.threads >= norm_chunks(a.hidden);
+  return a.threads <= kNormBackwardMaxThreads &&
+         a.threads * int64_t{kNormBackwardChunksPerThread} >= norm_chunks(a.hidden);
 }
 
 // Dynamic shared memory of the backward launch (0 on the register path).
@@ -711,26 +745,26 @@ void dispatch_norm_forward(Launch&& launch, const NormForwardArgs& a) {
     dispatch_norm_forward_registers<8>(launch, a, per_thread);
 }
 
-template <int kMaxThreads, class Launch>
+template <int K, class Launch>
 void dispatch_norm_backward_registers(Launch&& launch, const NormBackwardArgs& a,
                                       unsigned blocks) {
   const bool one_dtype = a.y_dt == a.x_or_y_dt && a.y_dt == a.x_dt &&
                          (a.weight == nullptr || a.w_dt == a.x_dt);
   if (one_dtype && a.x_dt == Dt::BF16)
-    launch(blocks, a.threads, 0, backward_register_kernel<Dt::BF16, kMaxThreads>, a);
+    launch(blocks, a.threads, 0, backward_register_kernel<Dt::BF16, K>, a);
   else if (one_dtype && a.x_dt == Dt::F16)
-    launch(blocks, a.threads, 0, backward_register_kernel<Dt::F16, kMaxThreads>, a);
+    launch(blocks, a.threads, 0, backward_register_kernel<Dt::F16, K>, a);
   else
-    launch(blocks, a.threads, 0, backward_register_kernel<Dt::F32, kMaxThreads>, a);
+    launch(blocks, a.threads, 0, backward_register_kernel<Dt::F32, K>, a);
 }
 
 template <class Launch>
 void dispatch_norm_backward(Launch&& launch, const NormBackwardArgs& a) {
   const auto blocks = static_cast<unsigned>(norm_backward_blocks(a.rows));
-  if (backward_in_registers(a) && a.threads <= 512)
-    dispatch_norm_backward_registers<512>(launch, a, blocks);
+  if (backward_in_registers(a) && a.threads >= norm_chunks(a.hidden))
+    dispatch_norm_backward_registers<1>(launch, a, blocks);
   else if (backward_in_registers(a))
-    dispatch_norm_backward_registers<kNormBackwardMaxThreads>(launch, a, blocks);
+    dispatch_norm_backward_registers<kNormBackwardChunksPerThread>(launch, a, blocks);
   else
     launch(blocks, a.threads, static_cast<size_t>(backward_shared_bytes(a)),
            backward_shared_kernel, a);

@@ -12,9 +12,11 @@ namespace switchyard::liger {
 
 // Forward, register path: a thread holds up to this many chunks of its row in registers.
 constexpr int kNormForwardChunksPerThread = 4;
-// Backward, register path: one chunk per thread, so a block covers at most this many chunks
-// (H <= 8192); wider rows take the shared-memory backward.
-constexpr int kNormBackwardMaxThreads = 1024;
+// Backward, register path: at most this many threads (so 128 registers a thread: a 1024-thread
+// block had 64 and spilled), each holding one or two chunks (H <= 8192); wider rows take the
+// shared-memory backward.
+constexpr int kNormBackwardMaxThreads = 512;
+constexpr int kNormBackwardChunksPerThread = 2;
 
 // constexpr: the kernels call it too (--expt-relaxed-constexpr).
 constexpr int64_t norm_chunks(int64_t hidden) { return (hidden + kChunk - 1) / kChunk; }
@@ -34,12 +36,15 @@ inline int norm_forward_threads(int64_t hidden) {
   return static_cast<int>(threads);
 }
 
-// Backward threads per row block: one chunk per thread when H <= 8192 (register path),
-// otherwise row_threads(H) (the shared-memory path, whose shared size norm_backward_shared_bytes
-// computes from row_threads).
+// Backward threads per row block (register path, H <= 8192): one chunk per thread up to 512
+// chunks (H = 4096 -> 512), else two (H = 8192 -> 512 x 2). Wider rows: row_threads(H) (the
+// shared-memory path, whose shared size norm_backward_shared_bytes computes from row_threads).
 inline int norm_backward_threads(int64_t hidden) {
   const int64_t chunks = norm_chunks(hidden);
   if (chunks <= kNormBackwardMaxThreads) return static_cast<int>(round_up_to_warps(chunks));
+  const int64_t per = kNormBackwardChunksPerThread;
+  if (chunks <= kNormBackwardMaxThreads * per)
+    return static_cast<int>(round_up_to_warps((chunks + per - 1) / per));
   return row_threads(hidden);
 }
 
