@@ -17,9 +17,9 @@
 // same either way, so the bits do not depend on the row's alignment.
 #include "ce_kernels.hpp"
 
+#include "ce_device.cuh"
 #include "ce_plan.hpp"
 #include "cuda_support.hpp"
-#include "te_device.cuh"
 
 #include <cuda_runtime_api.h>
 
@@ -31,74 +31,6 @@ namespace switchyard::te {
 namespace {
 
 constexpr int kUnroll = kCeUnroll;
-
-template <DType D>
-__host__ __device__ constexpr int chunk_elements() {
-  return 16 / static_cast<int>(sizeof(typename DT<D>::raw));
-}
-
-// Chunk k of a row of logits; elements past the row hold -inf. The vector path is taken for a
-// whole chunk of a 16-byte aligned row.
-template <Cache C, DType D>
-__device__ __forceinline__ void load_chunk(Pack<D, chunk_elements<D>()>& pk,
-                                           const typename DT<D>::raw* row, int64_t k,
-                                           int64_t columns, bool vector) {
-  constexpr int VEC = chunk_elements<D>();
-  const int64_t col0 = k * VEC;
-  if (vector && col0 + VEC <= columns) {
-    load_pack<C>(pk, row + col0);
-  } else {
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) pk.r[e] = col0 + e < columns ? row[col0 + e] : DT<D>::kNegInf;
-  }
-}
-
-template <DType D>
-__device__ __forceinline__ void unpack(const Pack<D, chunk_elements<D>()>& pk,
-                                       float (&v)[chunk_elements<D>()]) {
-#pragma unroll
-  for (int e = 0; e < chunk_elements<D>(); ++e) v[e] = DT<D>::to_float(pk.r[e]);
-}
-
-__device__ __forceinline__ int valid_in_chunk(int64_t k, int vec, int64_t columns) {
-  const int64_t left = columns - k * vec;
-  return left >= vec ? vec : static_cast<int>(left);
-}
-
-// What every kernel needs to know about a row's label.
-struct RowLabel {
-  int64_t label;
-  bool ignored;
-  bool owned;          // 0 <= label < V and not ignored: some rank holds its logit
-  int64_t local_col;   // the label's column on this rank, -1 when another rank (or none)
-};
-
-__device__ __forceinline__ RowLabel row_label(const CeKernelArgs& a, int64_t row) {
-  RowLabel r;
-  r.label = load_label(a.labels, a.labels_are_64 != 0, row);
-  r.ignored = a.ignore != 0 && r.label == a.ignore_index;
-  r.owned = !r.ignored && r.label >= 0 && r.label < a.vocab_size;
-  const int64_t col = r.label - a.vocab_start;
-  r.local_col = r.owned && col >= 0 && col < a.vocab_local ? col : -1;
-  return r;
-}
-
-// The global id of a thread-merged argmax (column 0 when the row is all -inf or NaN).
-__device__ __forceinline__ int64_t global_argmax(const CeKernelArgs& a, int64_t local) {
-  return (local == kNoArgmax ? 0 : local) + a.vocab_start;
-}
-
-// Writes lse, loss and argmax of a row (tp_size 1: the row's statistics are global).
-__device__ __forceinline__ float write_row_result(const CeKernelArgs& a, int64_t row,
-                                                  const CeState& st, float target,
-                                                  const RowLabel& lab) {
-  const CeRowResult r =
-      ce_finish(st.max, st.sum_exp, st.sum_logits, target, lab.owned, lab.ignored, a.scalars);
-  a.lse[row] = r.lse;
-  a.loss[row] = r.loss;
-  if (a.argmax != nullptr) a.argmax[row] = global_argmax(a, st.argmax);
-  return r.lse;
-}
 
 // ---- forward statistics ---------------------------------------------------------------------
 
@@ -138,13 +70,7 @@ __global__ void __launch_bounds__(kCeMaxThreads) ce_stats_kernel(CeKernelArgs a)
   const RowLabel lab = row_label(a, row);
   const float target = lab.local_col >= 0 ? DT<D>::to_float(z[lab.local_col]) : 0.0f;
   if (a.stats != nullptr) {
-    CeRowStats s;
-    s.max = st.max;
-    s.sum_exp = st.sum_exp;
-    s.target = target;
-    s.sum_logits = st.sum_logits;
-    s.argmax = global_argmax(a, st.argmax);
-    a.stats[row] = s;
+    write_row_stats(a, row, st, target);
   } else {
     write_row_result(a, row, st, target, lab);
   }
@@ -172,65 +98,6 @@ __global__ void ce_merge_kernel(CeKernelArgs a) {
 }
 
 // ---- gradient -----------------------------------------------------------------------------------
-
-// The per-row constants of g * (p - q).
-struct GradRow {
-  float g;
-  float neg_lse_log2e;
-  float q_other;   // s / V
-  float q_target;  // s / V + 1 - s
-  int64_t target_col;
-};
-
-__device__ __forceinline__ GradRow grad_row(const CeKernelArgs& a, float g, float lse,
-                                            const RowLabel& lab) {
-  GradRow r;
-  r.g = g;
-  r.neg_lse_log2e = -lse * kLog2e;
-  r.q_other = a.scalars.uniform;
-  r.q_target = a.scalars.uniform + a.scalars.one_minus_smoothing;
-  r.target_col = lab.local_col;
-  return r;
-}
-
-// Gradient of chunk k from its logits v, stored (rounded once) into the grad row. Elements
-// past the row are not stored.
-template <DType G, int VEC>
-__device__ __forceinline__ void store_grad_chunk(typename DT<G>::raw* out, int64_t k,
-                                                 const float (&v)[VEC], const GradRow& r,
-                                                 int64_t columns, bool vector) {
-  const int64_t col0 = k * VEC;
-  Pack<G, VEC> pk;
-#pragma unroll
-  for (int e = 0; e < VEC; ++e) {
-    const float q = col0 + e == r.target_col ? r.q_target : r.q_other;
-    pk.r[e] = DT<G>::from_float(ce_grad_value(v[e], r.neg_lse_log2e, r.g, q));
-  }
-  if (vector && col0 + VEC <= columns) {
-    store_pack<Cache::Streaming>(out + col0, pk);
-  } else {
-#pragma unroll
-    for (int e = 0; e < VEC; ++e)
-      if (col0 + e < columns) out[col0 + e] = pk.r[e];
-  }
-}
-
-// An ignored row's gradient is 0 (written without reading the logits).
-template <DType G, int VEC>
-__device__ __forceinline__ void zero_grad_row(typename DT<G>::raw* out, int64_t chunks,
-                                              int64_t columns, bool vector) {
-  Pack<G, VEC> pk;
-#pragma unroll
-  for (int e = 0; e < VEC; ++e) pk.r[e] = 0;
-  for (int64_t k = threadIdx.x; k < chunks; k += blockDim.x) {
-    const int64_t col0 = k * VEC;
-    if (vector && col0 + VEC <= columns) {
-      store_pack<Cache::Streaming>(out + col0, pk);
-    } else {
-      for (int e = 0; e < VEC && col0 + e < columns; ++e) out[col0 + e] = 0;
-    }
-  }
-}
 
 template <DType D, DType G>
 __global__ void __launch_bounds__(kCeMaxThreads) ce_grad_kernel(CeKernelArgs a) {

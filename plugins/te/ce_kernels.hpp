@@ -23,6 +23,27 @@ void launch_ce_grad(const CeKernelArgs& a, DType logits, DType grad, int threads
 void launch_ce_fused(const CeKernelArgs& a, DType logits, DType grad, int threads,
                      int wanted_slots, int device, void* stream);
 
+// ---- slice kernels (ce_slice_kernels.cu; a.cluster and a.slice_chunks from the plan) -------
+// Any number of rows: more than (2^31 - 1) / cluster are cut into several launches.
+
+// Whether the slice kernels can run this shape on `device`: one cluster of both the statistics and the grad-in-forward kernel fits the device (asked once per shape).
+// The plain and the grad-in-forward paths ask the same question, so they agree on which kernel
+// computes a row's statistics (and so on its bits).
+bool ce_slices_available(const CeKernelArgs& a, DType logits, DType grad, int threads,
+                         int device);
+
+// As launch_ce_stats, with the row cut into a.cluster slices (one thread-block cluster a row).
+void launch_ce_slice_stats(const CeKernelArgs& a, DType logits, int threads, int device,
+                           void* stream);
+
+// tp_size 1 grad in forward: lse, loss (argmax) and the gradient, one HBM read of the row.
+void launch_ce_slice_fused(const CeKernelArgs& a, DType logits, DType grad, int threads,
+                           int device, void* stream);
+
+// As launch_ce_grad (no cluster: runs wherever the row fits the plan's slices).
+void launch_ce_slice_grad(const CeKernelArgs& a, DType logits, DType grad, int threads,
+                          int device, void* stream);
+
 }  // namespace switchyard::te
 
 #endif

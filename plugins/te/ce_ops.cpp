@@ -1,8 +1,10 @@
 // Cross entropy, host side (README.md, "Cross entropy"):
-//   tp_size 1:  ce_stats_kernel (lse, loss, argmax), or ce_fused_kernel with grad in forward
-//   tp_size > 1: ce_stats_kernel (this rank's CeRowStats) -> all_gather -> ce_merge_kernel
-//                (-> ce_grad_kernel with grad in forward)
-//   backward:   ce_grad_kernel
+//   tp_size 1:  slice Stats kernel (lse, loss, argmax), or slice Fused with grad in forward
+//   tp_size > 1: slice Stats (this rank's CeRowStats) -> all_gather -> ce_merge_kernel
+//                (-> slice Grad with grad in forward)
+//   backward:   slice Grad kernel
+// (ce_stats_kernel / ce_fused_kernel / ce_grad_kernel for rows wider than 8 slices of 64 KiB,
+// or when the device cannot schedule the clusters.)
 // Nothing is allocated and nothing synchronises: graph capture records the launches (and the
 // communicator's all-gather).
 #include "ce_ops.hpp"
@@ -38,6 +40,8 @@ CeKernelArgs kernel_args(const sy_ce_problem& p, const CePlan& plan, const DLTen
   a.tp_size = p.tp_size;
   a.chunks = plan.chunks;
   a.scalars = plan.scalars;
+  a.cluster = plan.cluster;
+  a.slice_chunks = plan.slice_chunks;
   return a;
 }
 
@@ -57,6 +61,16 @@ void all_gather_statistics(const sy_comm& tp, CeRowStats* gathered, int64_t rows
                          " int64 per rank, rank " + std::to_string(tp.rank) + " of " +
                          std::to_string(tp.size) + ") failed: " +
                          (error.message[0] != '\0' ? error.message : "no message"));
+}
+
+// The gradient from a known lse: the slice kernel (bulk copies, 3 x 64 KiB in flight per
+// multiprocessor) when the row fits it, else ce_grad_kernel. Element-wise: the same bits
+// either way.
+void launch_gradient(const CeKernelArgs& a, const CePlan& plan, int device, void* stream) {
+  if (plan.slices)
+    launch_ce_slice_grad(a, plan.logits, plan.grad, plan.slice_threads, device, stream);
+  else
+    launch_ce_grad(a, plan.logits, plan.grad, plan.stats_threads, stream);
 }
 
 }  // namespace
@@ -95,9 +109,17 @@ void ce_forward(const sy_ce_forward_args& args) {
   }
   const int64_t n = p.rows;
 
+  // The slice kernels whenever the row fits them and the device schedules their clusters; the
+  // question and its answer are the same with and without grad in forward.
+  const bool slices = n > 0 && plan.slices &&
+                      ce_slices_available(a, plan.logits, plan.grad, plan.slice_threads, device);
   if (p.tp_size == 1) {
     if (n == 0) return;
-    if (grad_in_forward)
+    if (slices && grad_in_forward)
+      launch_ce_slice_fused(a, plan.logits, plan.grad, plan.slice_threads, device, args.stream);
+    else if (slices)
+      launch_ce_slice_stats(a, plan.logits, plan.slice_threads, device, args.stream);
+    else if (grad_in_forward)
       launch_ce_fused(a, plan.logits, plan.grad, plan.fused_threads, plan.fused_slots, device,
                       args.stream);
     else
@@ -112,7 +134,10 @@ void ce_forward(const sy_ce_forward_args& args) {
   if (n > 0) {
     CeKernelArgs local = a;
     local.stats = gathered + static_cast<int64_t>(args.tp->rank) * n;
-    launch_ce_stats(local, plan.logits, plan.stats_threads, args.stream);
+    if (slices)
+      launch_ce_slice_stats(local, plan.logits, plan.slice_threads, device, args.stream);
+    else
+      launch_ce_stats(local, plan.logits, plan.stats_threads, args.stream);
   }
   all_gather_statistics(*args.tp, gathered, n, args.stream);
   if (n == 0) return;
@@ -122,7 +147,7 @@ void ce_forward(const sy_ce_forward_args& args) {
     // The second pass over the logits needs the global lse, which exists only after the
     // all-gather: it re-reads the logits (3 passes over them at tp_size > 1, 2 at tp_size 1).
     a.lse_in = a.lse;
-    launch_ce_grad(a, plan.logits, plan.grad, plan.stats_threads, args.stream);
+    launch_gradient(a, plan, device, args.stream);
   }
 }
 
@@ -145,7 +170,7 @@ void ce_backward(const sy_ce_backward_args& args) {
   a.grad_stride = row_stride_elements(*args.grad_logits);
   a.lse_in = mutable_data<float>(*args.lse);
   a.row_scale = mutable_data<float>(*args.grad_loss);
-  launch_ce_grad(a, plan.logits, plan.grad, plan.stats_threads, args.stream);
+  launch_gradient(a, plan, device, args.stream);
 }
 
 }  // namespace switchyard::te

@@ -53,6 +53,14 @@ CePlan ce_plan(const sy_ce_problem& p) {
   plan.fused_threads = std::min(plan.stats_threads, kCeFusedMaxThreads);
   plan.fused_slots = static_cast<int>(
       std::min<int64_t>(kCeFusedSlots, ceil_div(plan.chunks, plan.fused_threads)));
+  const int64_t cluster = std::max<int64_t>(1, ceil_div(plan.chunks, kCeSliceMaxChunks));
+  plan.slices = cluster <= kCeSliceMaxCluster;
+  if (plan.slices) {
+    plan.cluster = static_cast<int>(cluster);
+    plan.slice_chunks = static_cast<int>(ceil_div(plan.chunks, cluster));
+    plan.slice_threads = threads_for(ceil_div(plan.slice_chunks, kCeSliceChunksPerThread),
+                                     kCeSliceMaxThreads);
+  }
   if (p.tp_size > 1)
     plan.workspace_bytes =
         round_up(static_cast<int64_t>(p.tp_size) * p.rows * static_cast<int64_t>(sizeof(CeRowStats)),

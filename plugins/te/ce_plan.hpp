@@ -25,6 +25,21 @@ constexpr int kCeFusedMaxThreads = 512;
 constexpr int kCeFusedBlocksPerSm = 2;
 constexpr int kCeFusedSlots = 13;
 
+// Slice kernels (ce_slice_kernels.cu), used whenever a row fits kCeSliceMaxCluster slices: the
+// row is cut into `cluster` contiguous slices of at most kCeSliceMaxChunks 16-byte chunks
+// (64 KiB), one block per slice, and the blocks of a row form one thread-block cluster that
+// merges the slices' statistics through distributed shared memory. Each block copies its slice
+// into shared memory with bulk copies (4 pieces, one mbarrier each), so three blocks of
+// <= 256 threads fit one multiprocessor (3 x 64 KiB of loads in flight, and one block's
+// statistics overlap another's gradient).
+constexpr int kCeSliceMaxChunks = 4096;  // 64 KiB
+constexpr int kCeSliceMaxCluster = 8;    // the portable cluster size
+constexpr int kCeSliceMaxThreads = 256;
+constexpr int kCeSliceBlocksPerSm = 3;
+constexpr int kCeSliceChunksPerThread = 16;  // at most, per slice
+constexpr int kCeSliceUnroll = 4;            // chunks per thread in one piece
+constexpr int kCeSlicePieces = kCeSliceChunksPerThread / kCeSliceUnroll;
+
 struct CePlan {
   DType logits = DType::F32;
   DType grad = DType::F32;
@@ -33,6 +48,12 @@ struct CePlan {
   int stats_threads = 32;    // forward statistics and gradient kernels
   int fused_threads = 32;    // tp_size 1 grad in forward
   int fused_slots = 0;       // chunks per thread that fit the row (before the device limit)
+  // Slice kernels: whether the row fits, the cluster (slices per row), chunks per slice and
+  // threads per block. All follow from (vocab_local, logits dtype) only.
+  bool slices = false;
+  int cluster = 1;
+  int slice_chunks = 0;
+  int slice_threads = 32;
   int64_t workspace_bytes = 0;  // tp_size > 1: tp_size x rows x sizeof(CeRowStats)
   CeScalars scalars{};
 };

@@ -94,6 +94,9 @@ DeviceInfo device_info(int device) {
              "cudaDeviceGetAttribute(compute capability)" + where);
   check_cuda(cudaDeviceGetAttribute(&info.multiprocessors, cudaDevAttrMultiProcessorCount, device),
              "cudaDeviceGetAttribute(multiprocessor count)" + where);
+  check_cuda(cudaDeviceGetAttribute(&info.shared_per_multiprocessor,
+                                    cudaDevAttrMaxSharedMemoryPerMultiprocessor, device),
+             "cudaDeviceGetAttribute(shared memory per multiprocessor)" + where);
   check_cuda(cudaDeviceGetAttribute(&info.max_shared_per_block_optin,
                                     cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
              "cudaDeviceGetAttribute(shared memory per block)" + where);

@@ -31,6 +31,7 @@ sy_status probe_cuda(std::string* reason);
 struct DeviceInfo {
   int multiprocessors = 0;
   int max_shared_per_block_optin = 0;
+  int shared_per_multiprocessor = 0;
   int major = 0;
   int minor = 0;
 };

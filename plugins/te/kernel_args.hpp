@@ -50,6 +50,13 @@ struct CeKernelArgs {
   int32_t slots = 0;      // fused kernel: chunks per thread kept in shared memory
   int64_t chunks = 0;     // ceil(vocab_local / elements per 16-byte chunk)
   CeScalars scalars{};
+  // Slice kernels (ce_slice_kernels.cu): a row is `cluster` slices of `slice_chunks` chunks
+  // (the last may be shorter), one block per slice, the blocks of a row one thread-block
+  // cluster.
+  int32_t cluster = 1;
+  int32_t slice_chunks = 0;
+  int64_t row_base = 0;  // the first row of this launch (grids of more than 2^31 - 1 blocks
+                         // are cut into several launches)
 };
 
 // Normalization forward.

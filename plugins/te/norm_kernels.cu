@@ -1,58 +1,82 @@
 // te's normalization kernels (README.md, "Normalization").
 //
-//   norm_forward_kernel   persistent blocks of `groups` groups; a group of `threads` threads
-//                         holds one row in registers (thread t: chunks t, t + threads, ...),
-//                         merges (count, mean, M2) with Chan's formula (LayerNorm) or the sum
-//                         of squares (RMS/L2), and writes y, mean, rstd (and h = x + residual)
-//   norm_backward_kernel  persistent blocks over the fixed chunks of rows_per_chunk rows; the
-//                         groups of a block share a chunk, each accumulating dgamma/dbeta of
-//                         its rows per column in its own shared-memory array; at the end of
-//                         the chunk the arrays are summed in group order into the chunk's
-//                         partial (workspace); dx per row
+//   norm_forward_kernel   persistent blocks; a block holds one row at a time in registers
+//                         (thread t: chunks t, t + threads, ...), merges (count, mean, M2)
+//                         with Chan's formula (LayerNorm) or the sum of squares (RMS/L2),
+//                         and writes y, mean, rstd (and h = x + residual)
+//   norm_backward_kernel  persistent blocks over the fixed chunks of rows_per_chunk rows; a
+//                         thread accumulates dgamma/dbeta of its columns over the chunk's rows
+//                         in registers and writes them as the chunk's partial; dx per row
 //   norm_finalize_kernel  dgamma/dbeta = the chunk partials summed in a fixed order
 //
-// Every order of summation is fixed by the plan (hidden, x dtype, rows), never by the grid, so
-// sm_margin changes the speed only.
+// STREAMED kernels take their rows from a ring of shared-memory stages that bulk copies
+// (sm_90 cp.async.bulk) fill several rows ahead, so the loads in flight do not depend on the
+// registers a thread holds; the other instantiation reads global memory directly (rows that
+// are not 16-byte aligned or whose stages do not fit). Both do the same arithmetic in the
+// same order, so a row's bits never depend on the path, and every order of summation is
+// fixed by the plan (hidden, x dtype, rows), never by the grid: sm_margin changes the speed
+// only.
 #include "norm_kernels.hpp"
 
 #include "cuda_support.hpp"
 #include "te_device.cuh"
 
 #include <switchyard/norm.h>
+#include <switchyard/cuda/bulk_copy.cuh>
 #include <switchyard/plugin_helpers.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <atomic>
+#include <initializer_list>
+#include <string>
 
 namespace switchyard::te {
 namespace {
-
-__device__ __forceinline__ Group group_of(int threads) {
-  Group g;
-  g.index = static_cast<int>(threadIdx.x) / threads;
-  g.thread = static_cast<int>(threadIdx.x) - g.index * threads;
-  g.threads = threads;
-  return g;
-}
-
-__device__ __forceinline__ int64_t element_bytes_of(DType d) { return d == DType::F32 ? 4 : 2; }
 
 __device__ __forceinline__ int valid_count(int64_t col0, int vec, int64_t hidden) {
   const int64_t left = hidden - col0;
   return left >= vec ? vec : left > 0 ? static_cast<int>(left) : 0;
 }
 
+// The elements of the chunk at col0: VEC, fewer at the row's end, 0 past it. WHOLE (a streamed
+// row, hidden % VEC == 0): VEC or 0, which lets the compiler drop the per-element paths.
+template <int VEC, bool WHOLE>
+__device__ __forceinline__ int chunk_valid(int64_t col0, int64_t hidden) {
+  const int valid = valid_count(col0, VEC, hidden);
+  if constexpr (WHOLE) return valid > 0 ? VEC : 0;
+  return valid;
+}
+
+// D: the dtype of every tensor and parameter of the call when the kernel knows it at compile
+// time (no run-time dtype switch per chunk: fewer registers and instructions), kMixed when it
+// reads each dtype from the arguments.
+constexpr int kMixed = -1;
+
+template <int D, int N>
+__device__ __forceinline__ void load_as(DType d, const void* row, int64_t col0, int valid,
+                                        bool vector, float pad, float (&out)[N]) {
+  if constexpr (D == kMixed) load_floats<N>(d, row, col0, valid, vector, pad, out);
+  else load_floats<static_cast<DType>(D), N>(row, col0, valid, vector, pad, out);
+}
+
+template <int D, int N>
+__device__ __forceinline__ void store_as(DType d, void* row, int64_t col0, int valid, bool vector,
+                                         const float (&in)[N]) {
+  if constexpr (D == kMixed) store_floats<N>(d, row, col0, valid, vector, in);
+  else store_floats<static_cast<DType>(D), N>(row, col0, valid, vector, in);
+}
+
 // gamma_eff (1 + gamma with zero-centred gamma, added in fp32; 1 without gamma) and beta of
 // chunk [col0, col0 + valid).
-template <int VEC>
+template <int D, int VEC>
 __device__ __forceinline__ void load_parameters(const void* weight, const void* bias, DType d,
                                                 bool zero_centered, int64_t col0, int valid,
                                                 bool vector, float (&gamma)[VEC],
                                                 float (&beta)[VEC]) {
   if (weight != nullptr) {
-    load_floats<VEC>(d, weight, col0, valid, vector, 0.0f, gamma);
+    load_as<D, VEC>(d, weight, col0, valid, vector, 0.0f, gamma);
     if (zero_centered) {
 #pragma unroll
       for (int e = 0; e < VEC; ++e) gamma[e] += 1.0f;
@@ -62,7 +86,7 @@ __device__ __forceinline__ void load_parameters(const void* weight, const void* 
     for (int e = 0; e < VEC; ++e) gamma[e] = 1.0f;
   }
   if (bias != nullptr) {
-    load_floats<VEC>(d, bias, col0, valid, vector, 0.0f, beta);
+    load_as<D, VEC>(d, bias, col0, valid, vector, 0.0f, beta);
   } else {
 #pragma unroll
     for (int e = 0; e < VEC; ++e) beta[e] = 0.0f;
@@ -131,59 +155,192 @@ __device__ __forceinline__ void load_raw(RawChunk& c, const void* row, int64_t c
   }
 }
 
-template <int VEC, int CPT>
-__global__ void __launch_bounds__(kNormMaxBlock, 2) norm_forward_kernel(NormForwardArgs a) {
+// ---- the row ring ----------------------------------------------------------------------------
+
+constexpr uint32_t kMaxStages = 8;
+constexpr int kMaxStreams = 3;  // forward: x, residual; backward: dy, x_or_y, d_residual_out
+
+// Where a block's ring keeps one row of each streamed tensor (computed by the host).
+struct RingLayout {
+  uint32_t stages = 0;
+  uint32_t stage_bytes = 0;
+  uint32_t offset[kMaxStreams] = {};  // tensor k's row within a stage, 128-byte aligned
+  uint32_t bytes[kMaxStreams] = {};   // one row of tensor k; 0: tensor k is not streamed
+};
+
+// Tensor k's row r starts at base[k] + r * stride[k] (bytes).
+struct RingSources {
+  const char* base[kMaxStreams];
+  int64_t stride[kMaxStreams];
+};
+
+// A ring of `stages` shared-memory stages, each with a barrier that completes when the bulk
+// copies of its rows have landed. Iteration i of a block uses stage i % stages, in phase
+// i / stages of its barrier.
+struct Ring {
+  RingLayout layout;
+  unsigned char* memory;
+  uint64_t* full;
+
+  // Thread 0 only: copies row `row` of every streamed tensor into the stage of `iteration`.
+  __device__ void fill(uint32_t iteration, int64_t row, const RingSources& src) const {
+    const uint32_t s = iteration % layout.stages;
+    uint32_t total = 0;
+#pragma unroll
+    for (int k = 0; k < kMaxStreams; ++k) total += layout.bytes[k];
+    cuda::mbarrier_expect_bytes(&full[s], total);
+    unsigned char* stage = memory + s * layout.stage_bytes;
+#pragma unroll
+    for (int k = 0; k < kMaxStreams; ++k)
+      if (layout.bytes[k] != 0)
+        cuda::bulk_load(stage + layout.offset[k], src.base[k] + row * src.stride[k], layout.bytes[k],
+                        &full[s]);
+  }
+
+  // The stage of `iteration` once its rows have landed.
+  __device__ const char* wait(uint32_t iteration) const {
+    const uint32_t s = iteration % layout.stages;
+    cuda::mbarrier_wait(&full[s], (iteration / layout.stages) & 1u);
+    return reinterpret_cast<const char*>(memory + s * layout.stage_bytes);
+  }
+
+  // Initialises the barriers and starts the copies of the first `stages` iterations. `next`
+  // is thread 0's cursor over the block's rows (the row of the next iteration to fill, -1
+  // past the last), `filled` its count of iterations filled.
+  template <class Cursor>
+  __device__ void start(Cursor& next, uint32_t& filled, const RingSources& src) const {
+    if (threadIdx.x == 0) {
+      for (uint32_t s = 0; s < layout.stages; ++s) cuda::mbarrier_init(&full[s], 1);
+      cuda::bulk_barrier_init_fence();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+      for (; filled < layout.stages && next.row >= 0; ++filled, next.advance()) fill(filled, next.row, src);
+  }
+
+  // Thread 0 only, after a barrier that ends every thread's reads of the stage of iteration
+  // filled - stages: the stage takes the block's next row, if it has one.
+  template <class Cursor>
+  __device__ void refill(Cursor& next, uint32_t& filled, const RingSources& src) const {
+    if (next.row < 0) return;
+    cuda::bulk_reuse_fence();
+    fill(filled, next.row, src);
+    ++filled;
+    next.advance();
+  }
+};
+
+// The forward's rows of a block: blockIdx.x, + gridDim.x, ...; row = -1 past the last.
+struct StrideCursor {
+  int64_t row, rows;
+  __device__ explicit StrideCursor(int64_t total)
+      : row(static_cast<int64_t>(blockIdx.x) < total ? static_cast<int64_t>(blockIdx.x) : -1), rows(total) {}
+  __device__ void advance() {
+    if (row < 0) return;
+    row += gridDim.x;
+    if (row >= rows) row = -1;
+  }
+};
+
+// The backward's rows of a block: its chunks blockIdx.x, + gridDim.x, ..., each row by row
+// (no division per row); row = -1 past the last.
+struct ChunkCursor {
+  int64_t chunk_count, rows_per_chunk, rows;
+  int64_t chunk, first = 0, end = 0, row = -1;
+  __device__ explicit ChunkCursor(const NormBackwardArgs& a)
+      : chunk_count(a.chunk_count), rows_per_chunk(a.rows_per_chunk), rows(a.rows), chunk(blockIdx.x) {
+    enter();
+  }
+  __device__ void enter() {
+    if (chunk >= chunk_count) {
+      row = -1;
+      return;
+    }
+    first = chunk * rows_per_chunk;
+    end = first + rows_per_chunk < rows ? first + rows_per_chunk : rows;
+    row = first;
+  }
+  __device__ void advance() {
+    if (row < 0) return;
+    if (++row < end) return;
+    chunk += gridDim.x;
+    enter();
+  }
+};
+
+__device__ __forceinline__ int64_t first_column(int thread, int c) {
+  return (static_cast<int64_t>(thread) + static_cast<int64_t>(c) * blockDim.x);
+}
+
+// ---- forward -------------------------------------------------------------------------------------
+
+// Rows stream through the ring exactly when the dtypes are known (D != kMixed): the host
+// picks that instantiation only for aligned rows whose stages fit.
+template <int VEC, int CPT, int D>
+__global__ void __launch_bounds__(kNormMaxBlock, 2)
+    norm_forward_kernel(NormForwardArgs a, RingLayout layout) {
+  constexpr bool STREAMED = D != kMixed;
+  extern __shared__ __align__(128) unsigned char ring_memory[];
+  __shared__ uint64_t full[kMaxStages];
   __shared__ GroupScratch scratch;
-  const Group g = group_of(a.threads);
-  const bool vector = a.vector_ok != 0;
+  const Group g{0, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x)};
+  const bool vector = STREAMED || a.vector_ok != 0;  // streamed: every row is aligned
   const bool layer = a.kind == SY_NORM_LAYER;
   const bool residual = a.residual != nullptr;
-  const bool bf16 = a.x_dtype == DType::BF16;
+  const bool bf16 = D == kMixed ? a.x_dtype == DType::BF16 : D == static_cast<int>(DType::BF16);
   const int64_t hidden = a.hidden;
   const float h_count = static_cast<float>(hidden);
+  const int64_t step = gridDim.x;
+  const RingSources src{{static_cast<const char*>(a.x), static_cast<const char*>(a.residual), nullptr},
+                        {a.x_row_bytes, a.residual_row_bytes, 0}};
+  const Ring ring{layout, ring_memory, full};
+  StrideCursor next(a.rows);  // thread 0's: the next row to fill
+  uint32_t filled = 0;
+  if constexpr (STREAMED) ring.start(next, filled, src);
   int parity = 0;
-  for (int64_t row = static_cast<int64_t>(blockIdx.x) * a.groups + g.index; row < a.rows;
-       row += static_cast<int64_t>(gridDim.x) * a.groups) {
+  uint32_t it = 0;
+  for (int64_t row = blockIdx.x; row < a.rows; row += step, ++it) {
     const char* x_row = static_cast<const char*>(a.x) + row * a.x_row_bytes;
-    const int64_t next = row + static_cast<int64_t>(gridDim.x) * a.groups;
-    if (g.thread == 0 && next < a.rows) {
-      // The group's next row streams into L2 while this one is computed.
-      const int64_t bytes = hidden * element_bytes_of(a.x_dtype);
-      prefetch_l2(static_cast<const char*>(a.x) + next * a.x_row_bytes, bytes);
-      if (residual)
-        prefetch_l2(static_cast<const char*>(a.residual) + next * a.residual_row_bytes, bytes);
+    const char* res_row =
+        residual ? static_cast<const char*>(a.residual) + row * a.residual_row_bytes : nullptr;
+    if constexpr (STREAMED) {
+      const char* stage = ring.wait(it);
+      x_row = stage + layout.offset[0];
+      if (residual) res_row = stage + layout.offset[1];
     }
     RawChunk h[CPT];  // h = x, or x + residual rounded to x's dtype
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
-      const int64_t col0 = (static_cast<int64_t>(g.thread) + static_cast<int64_t>(c) * g.threads) * VEC;
-      const int valid = valid_count(col0, VEC, hidden);
+      const int64_t col0 = first_column(g.thread, c) * VEC;
+      const int valid = chunk_valid<VEC, STREAMED>(col0, hidden);
+      if (STREAMED && valid == 0) {
+        h[c] = RawChunk{};
+        continue;
+      }
       load_raw<VEC>(h[c], x_row, col0, valid, vector);
       if (residual && valid > 0) {
         float r[VEC], hv[VEC];
-        load_floats<VEC>(a.x_dtype, static_cast<const char*>(a.residual) + row * a.residual_row_bytes,
-                         col0, valid, vector, 0.0f, r);
+        load_as<D, VEC>(a.x_dtype, res_row, col0, valid, vector, 0.0f, r);
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-          if (e < valid) raw_set<VEC>(h[c], e, bf16, raw_get<VEC>(h[c], e, bf16) + r[e]);
+          if (STREAMED || e < valid) raw_set<VEC>(h[c], e, bf16, raw_get<VEC>(h[c], e, bf16) + r[e]);
           hv[e] = raw_get<VEC>(h[c], e, bf16);
         }
-        // h as the x dtype holds it; this thread read its elements of x and residual above,
-        // so residual_out may be either of them.
-        store_floats<VEC>(a.x_dtype, static_cast<char*>(a.residual_out) + row * a.residual_out_row_bytes,
-                          col0, valid, vector, hv);
+        // residual_out may be x or residual: this row was read (into registers or the ring)
+        // before this store.
+        store_as<D, VEC>(a.x_dtype, static_cast<char*>(a.residual_out) + row * a.residual_out_row_bytes,
+                         col0, valid, vector, hv);
       }
     }
 
     float mean = 0.0f;
     float rstd;
     if (layer) {
-      // This thread's (count, mean, M2), then Chan's merge over the group.
+      // This thread's (count, mean, M2), then Chan's merge over the block.
       float count = 0.0f, sum = 0.0f;
 #pragma unroll
       for (int c = 0; c < CPT; ++c) {
-        const int64_t col0 = (static_cast<int64_t>(g.thread) + static_cast<int64_t>(c) * g.threads) * VEC;
-        const int valid = valid_count(col0, VEC, hidden);
+        const int valid = chunk_valid<VEC, STREAMED>(first_column(g.thread, c) * VEC, hidden);
         count += static_cast<float>(valid);
 #pragma unroll
         for (int e = 0; e < VEC; ++e) sum += raw_get<VEC>(h[c], e, bf16);  // padding is 0
@@ -192,12 +349,11 @@ __global__ void __launch_bounds__(kNormMaxBlock, 2) norm_forward_kernel(NormForw
       float m2 = 0.0f;
 #pragma unroll
       for (int c = 0; c < CPT; ++c) {
-        const int64_t col0 = (static_cast<int64_t>(g.thread) + static_cast<int64_t>(c) * g.threads) * VEC;
-        const int valid = valid_count(col0, VEC, hidden);
+        const int valid = chunk_valid<VEC, STREAMED>(first_column(g.thread, c) * VEC, hidden);
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
           const float d = raw_get<VEC>(h[c], e, bf16) - local_mean;
-          m2 += e < valid ? d * d : 0.0f;
+          m2 += STREAMED || e < valid ? d * d : 0.0f;  // a streamed chunk is whole or empty
         }
       }
       const float4 merged =
@@ -217,19 +373,22 @@ __global__ void __launch_bounds__(kNormMaxBlock, 2) norm_forward_kernel(NormForw
           group_reduce(make_float4(squares, 0.0f, 0.0f, 0.0f), g, scratch, parity, SumMerge{});
       rstd = norm_rstd(merged.x / h_count, a.eps);
     }
+    // The reduction was a barrier: every thread has its row in registers.
+    if constexpr (STREAMED)
+      if (g.thread == 0) ring.refill(next, filled, src);
 
     char* y_row = static_cast<char*>(a.y) + row * a.y_row_bytes;
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
-      const int64_t col0 = (static_cast<int64_t>(g.thread) + static_cast<int64_t>(c) * g.threads) * VEC;
-      const int valid = valid_count(col0, VEC, hidden);
+      const int64_t col0 = first_column(g.thread, c) * VEC;
+      const int valid = chunk_valid<VEC, STREAMED>(col0, hidden);
       if (valid == 0) continue;
       float gamma[VEC], beta[VEC], y[VEC];
-      load_parameters<VEC>(a.weight, a.bias, a.weight_dtype, a.zero_centered != 0, col0, valid,
-                           vector, gamma, beta);
+      load_parameters<D, VEC>(a.weight, a.bias, a.weight_dtype, a.zero_centered != 0, col0, valid,
+                              vector, gamma, beta);
 #pragma unroll
       for (int e = 0; e < VEC; ++e) y[e] = (raw_get<VEC>(h[c], e, bf16) - mean) * rstd * gamma[e] + beta[e];
-      store_floats<VEC>(a.y_dtype, y_row, col0, valid, vector, y);
+      store_as<D, VEC>(a.y_dtype, y_row, col0, valid, vector, y);
     }
     if (g.thread == 0) {
       a.rstd[row] = rstd;
@@ -240,166 +399,182 @@ __global__ void __launch_bounds__(kNormMaxBlock, 2) norm_forward_kernel(NormForw
 
 // ---- backward ------------------------------------------------------------------------------------
 
+// x̂ of one element from x (with the row's mean and rstd) or, memory-efficient, from y.
+__device__ __forceinline__ float x_hat_of(float v, float mean, float rstd, float gamma, float beta,
+                                          bool memory_efficient, bool layer, bool rms) {
+  if (!memory_efficient) return (v - mean) * rstd;
+  if (layer) return (v - beta) / gamma;
+  if (rms) return v / gamma;
+  return v;  // L2: y is x̂
+}
+
+// One chunk's partial: this thread's columns, from registers (vector stores when every row of
+// the partial is 16-byte aligned).
+template <int VEC, int CPT>
+__device__ __forceinline__ void store_partial(float* partial, const float (&sums)[CPT][VEC],
+                                              int thread, int64_t hidden) {
+#pragma unroll
+  for (int c = 0; c < CPT; ++c) {
+    const int64_t col0 = first_column(thread, c) * VEC;
+    const int valid = valid_count(col0, VEC, hidden);
+    if (valid == VEC && hidden % 4 == 0) {
+#pragma unroll
+      for (int e = 0; e < VEC; e += 4)
+        *reinterpret_cast<float4*>(partial + col0 + e) =
+            make_float4(sums[c][e], sums[c][e + 1], sums[c][e + 2], sums[c][e + 3]);
+      continue;
+    }
+#pragma unroll
+    for (int e = 0; e < VEC; ++e)
+      if (e < valid) partial[col0 + e] = sums[c][e];
+  }
+}
+
 // BETA: dbias is accumulated (a.partial_beta != NULL); a template parameter so that RMS and
 // L2 rows hold no registers for it.
-template <int VEC, int CPT, bool BETA>
-__global__ void __launch_bounds__(kNormMaxBlock) norm_backward_kernel(NormBackwardArgs a) {
-  extern __shared__ float accumulators[];  // [gamma: groups][hidden], then [beta: groups][hidden]
+// D and the ring as in the forward.
+template <int VEC, int CPT, bool BETA, int D>
+__global__ void __launch_bounds__(kNormMaxBlock, 1)
+    norm_backward_kernel(NormBackwardArgs a, RingLayout layout) {
+  constexpr bool STREAMED = D != kMixed;
+  extern __shared__ __align__(128) unsigned char ring_memory[];
+  __shared__ uint64_t full[kMaxStages];
   __shared__ GroupScratch scratch;
-  const Group g = group_of(a.threads);
-  const bool vector = a.vector_ok != 0;
+  const Group g{0, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x)};
+  const bool vector = STREAMED || a.vector_ok != 0;  // streamed: every row is aligned
   const bool layer = a.kind == SY_NORM_LAYER;
   const bool rms = a.kind == SY_NORM_RMS;
-  const bool memory_efficient = a.memory_efficient != 0;
+  // Memory-efficient rows are never streamed: the streamed kernels have no per-element
+  // division by gamma.
+  const bool memory_efficient = !STREAMED && a.memory_efficient != 0;
+  const bool with_mean = layer && !memory_efficient;
+  const bool want_gamma = a.partial_gamma != nullptr;
+  const bool zero_centered = a.zero_centered != 0;
   const int64_t hidden = a.hidden;
   const float h_count = static_cast<float>(hidden);
-  const int beta_base = a.partial_gamma != nullptr ? a.groups : 0;
-  const bool want_gamma = a.partial_gamma != nullptr;
-  constexpr bool want_beta = BETA;
-  float* acc_gamma = want_gamma ? accumulators + static_cast<int64_t>(g.index) * hidden : nullptr;
-  float* acc_beta =
-      want_beta ? accumulators + static_cast<int64_t>(beta_base + g.index) * hidden : nullptr;
-  int parity = 0;
+  const RingSources src{{static_cast<const char*>(a.dy), static_cast<const char*>(a.x_or_y),
+                         static_cast<const char*>(a.d_residual_out)},
+                        {a.dy_row_bytes, a.x_or_y_row_bytes, a.d_residual_out_row_bytes}};
+  const Ring ring{layout, ring_memory, full};
+  ChunkCursor next(a);  // thread 0's: the next row to fill
+  uint32_t filled = 0;
+  if constexpr (STREAMED) ring.start(next, filled, src);
 
-  for (int64_t chunk = blockIdx.x; chunk < a.chunk_count; chunk += gridDim.x) {
-    // dgamma/dbeta of this thread's columns over its group's rows of the chunk, in registers
-    // (a thread owns the same columns in every row). The same order of additions as a
-    // per-column shared-memory array, without its read-modify-write per element (8-way bank
-    // conflicts at a 32-byte stride between lanes).
-    float sum_dy_xhat[CPT][VEC], sum_dy[CPT][VEC];
+  // dgamma/dbeta of this thread's columns over the chunk's rows, in registers (a thread owns
+  // the same columns in every row).
+  float sum_dy_xhat[CPT][VEC], sum_dy[CPT][VEC];
+  int parity = 0;
+  ChunkCursor at(a);  // this row
+  ChunkCursor ahead = at;
+  ahead.advance();
+  // A row's statistics are loaded one row ahead, off the critical path.
+  float rstd_next = a.rstd[at.row];
+  float mean_next = with_mean ? a.mean[at.row] : 0.0f;
+  for (uint32_t it = 0; at.row >= 0; ++it) {
+    const int64_t row = at.row;
+    if (row == at.first) {
 #pragma unroll
-    for (int c = 0; c < CPT; ++c)
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) {
-        sum_dy_xhat[c][e] = 0.0f;
-        sum_dy[c][e] = 0.0f;
-      }
-    const int64_t first = chunk * a.rows_per_chunk;
-    const int64_t end = first + a.rows_per_chunk < a.rows ? first + a.rows_per_chunk : a.rows;
-    for (int64_t row = first + g.index; row < end; row += a.groups) {
-      const float rstd = a.rstd[row];
-      const float mean = layer && !memory_efficient ? a.mean[row] : 0.0f;
-      const char* dy_row = static_cast<const char*>(a.dy) + row * a.dy_row_bytes;
-      const char* xy_row = static_cast<const char*>(a.x_or_y) + row * a.x_or_y_row_bytes;
-      // The group's next row (in this chunk, else in its next chunk) streams into L2.
-      int64_t next = row + a.groups;
-      if (next >= end) next = (chunk + gridDim.x) * a.rows_per_chunk + g.index;
-      if (g.thread == 0 && next < a.rows) {
-        prefetch_l2(static_cast<const char*>(a.dy) + next * a.dy_row_bytes,
-                    hidden * element_bytes_of(a.y_dtype));
-        prefetch_l2(static_cast<const char*>(a.x_or_y) + next * a.x_or_y_row_bytes,
-                    hidden * element_bytes_of(a.x_or_y_dtype));
-      }
-      float xhat[CPT][VEC], gh[CPT][VEC];
-#pragma unroll
-      for (int c = 0; c < CPT; ++c) {
-        const int64_t col0 = (static_cast<int64_t>(g.thread) + static_cast<int64_t>(c) * g.threads) * VEC;
-        const int valid = valid_count(col0, VEC, hidden);
-        load_floats<VEC>(a.y_dtype, dy_row, col0, valid, vector, 0.0f, gh[c]);
-        load_floats<VEC>(a.x_or_y_dtype, xy_row, col0, valid, vector, 0.0f, xhat[c]);
-      }
-      float sum_gh = 0.0f, sum_gh_xhat = 0.0f;
-#pragma unroll
-      for (int c = 0; c < CPT; ++c) {
-        const int64_t col0 = (static_cast<int64_t>(g.thread) + static_cast<int64_t>(c) * g.threads) * VEC;
-        const int valid = valid_count(col0, VEC, hidden);
-        if (valid == 0) continue;
-        float gamma[VEC], beta[VEC];
-        load_parameters<VEC>(a.weight, memory_efficient ? a.bias : nullptr, a.weight_dtype,
-                             a.zero_centered != 0, col0, valid, vector, gamma, beta);
+      for (int c = 0; c < CPT; ++c)
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-          if (e >= valid) {
-            xhat[c][e] = 0.0f;
-            gh[c][e] = 0.0f;
-            continue;
-          }
-          const float v = xhat[c][e];
-          float x_hat;
-          if (!memory_efficient)
-            x_hat = (v - mean) * rstd;
-          else if (layer)
-            x_hat = (v - beta[e]) / gamma[e];
-          else if (rms)
-            x_hat = v / gamma[e];
-          else
-            x_hat = v;  // L2: y is x_hat
-          const float dy = gh[c][e];
-          sum_dy_xhat[c][e] += dy * x_hat;
-          if (want_beta) sum_dy[c][e] += dy;
-          const float g_h = dy * gamma[e];  // gamma is 1 for L2
-          xhat[c][e] = x_hat;
-          gh[c][e] = g_h;
-          sum_gh += g_h;
-          sum_gh_xhat += g_h * x_hat;
+          sum_dy_xhat[c][e] = 0.0f;
+          sum_dy[c][e] = 0.0f;
         }
-      }
-      const float4 sums = group_reduce(make_float4(sum_gh, sum_gh_xhat, 0.0f, 0.0f), g, scratch,
-                                       parity, SumMerge{});
-      const float mean_gh = layer ? sums.x / h_count : 0.0f;
-      const float mean_gh_xhat = sums.y / h_count;
-      char* dx_row = static_cast<char*>(a.dx) + row * a.dx_row_bytes;
-      const char* dres_row =
-          a.d_residual_out != nullptr
-              ? static_cast<const char*>(a.d_residual_out) + row * a.d_residual_out_row_bytes
-              : nullptr;
-#pragma unroll
-      for (int c = 0; c < CPT; ++c) {
-        const int64_t col0 = (static_cast<int64_t>(g.thread) + static_cast<int64_t>(c) * g.threads) * VEC;
-        const int valid = valid_count(col0, VEC, hidden);
-        if (valid == 0) continue;
-        float dx[VEC];
-#pragma unroll
-        for (int e = 0; e < VEC; ++e)
-          dx[e] = rstd * (gh[c][e] - mean_gh - xhat[c][e] * mean_gh_xhat);
-        if (dres_row != nullptr) {
-          // Read before dx is stored: dx may be d_residual_out itself (this thread's elements).
-          float dres[VEC];
-          load_floats<VEC>(a.x_dtype, dres_row, col0, valid, vector, 0.0f, dres);
-#pragma unroll
-          for (int e = 0; e < VEC; ++e) dx[e] += dres[e];
-        }
-        store_floats<VEC>(a.x_dtype, dx_row, col0, valid, vector, dx);
-      }
     }
-    // The groups' sums into shared memory, then the chunk's partial: the groups' sums added
-    // in group order. (Columns past `hidden` hold 0 and are not stored.)
+    const float rstd = rstd_next, mean = mean_next;
+    if (ahead.row >= 0) {
+      rstd_next = a.rstd[ahead.row];
+      if (with_mean) mean_next = a.mean[ahead.row];
+    }
+    const char* dy_row = static_cast<const char*>(a.dy) + row * a.dy_row_bytes;
+    const char* xy_row = static_cast<const char*>(a.x_or_y) + row * a.x_or_y_row_bytes;
+    const char* dres_row =
+        a.d_residual_out != nullptr
+            ? static_cast<const char*>(a.d_residual_out) + row * a.d_residual_out_row_bytes
+            : nullptr;
+    if constexpr (STREAMED) {
+      const char* stage = ring.wait(it);
+      dy_row = stage + layout.offset[0];
+      xy_row = stage + layout.offset[1];
+      if (dres_row != nullptr) dres_row = stage + layout.offset[2];
+    }
+
+    // Pass 1: the row's sums, and this thread's dgamma/dbeta terms.
+    float sum_gh = 0.0f, sum_gh_xhat = 0.0f;
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
-      const int64_t col0 = (static_cast<int64_t>(g.thread) + static_cast<int64_t>(c) * g.threads) * VEC;
-      const int valid = valid_count(col0, VEC, hidden);
+      const int64_t col0 = first_column(g.thread, c) * VEC;
+      const int valid = chunk_valid<VEC, STREAMED>(col0, hidden);
+      if (valid == 0) continue;
+      float gamma[VEC], beta[VEC], dy[VEC], v[VEC];
+      load_parameters<D, VEC>(a.weight, memory_efficient ? a.bias : nullptr, a.weight_dtype,
+                              zero_centered, col0, valid, vector, gamma, beta);
+      load_as<D, VEC>(a.y_dtype, dy_row, col0, valid, vector, 0.0f, dy);
+      load_as<D, VEC>(a.x_or_y_dtype, xy_row, col0, valid, vector, 0.0f, v);
 #pragma unroll
       for (int e = 0; e < VEC; ++e) {
-        if (e >= valid) continue;
-        if (want_gamma) acc_gamma[col0 + e] = sum_dy_xhat[c][e];
-        if (want_beta) acc_beta[col0 + e] = sum_dy[c][e];
+        if (!STREAMED && e >= valid) continue;  // a streamed chunk is whole
+        const float x_hat =
+            x_hat_of(v[e], mean, rstd, gamma[e], beta[e], memory_efficient, layer, rms);
+        sum_dy_xhat[c][e] += dy[e] * x_hat;
+        if (BETA) sum_dy[c][e] += dy[e];
+        const float g_h = dy[e] * gamma[e];  // gamma is 1 for L2
+        sum_gh += g_h;
+        sum_gh_xhat += g_h * x_hat;
       }
     }
-    __syncthreads();
-    for (int64_t col = threadIdx.x; col < hidden; col += blockDim.x) {
-      if (want_gamma) {
-        float s = accumulators[col];
-        for (int q = 1; q < a.groups; ++q) s += accumulators[static_cast<int64_t>(q) * hidden + col];
-        a.partial_gamma[chunk * hidden + col] = s;
+    const float4 sums = group_reduce(make_float4(sum_gh, sum_gh_xhat, 0.0f, 0.0f), g, scratch,
+                                     parity, SumMerge{});
+    // The reduction was a barrier: every thread is done with the previous iteration's stage.
+    if constexpr (STREAMED)
+      if (g.thread == 0 && it > 0) ring.refill(next, filled, src);
+    const float mean_gh = layer ? sums.x / h_count : 0.0f;
+    const float mean_gh_xhat = sums.y / h_count;
+
+    // Pass 2: dx, from the same inputs again (the ring or L1), so no element is held across
+    // the reduction.
+    char* dx_row = static_cast<char*>(a.dx) + row * a.dx_row_bytes;
+#pragma unroll
+    for (int c = 0; c < CPT; ++c) {
+      const int64_t col0 = first_column(g.thread, c) * VEC;
+      const int valid = chunk_valid<VEC, STREAMED>(col0, hidden);
+      if (valid == 0) continue;
+      float gamma[VEC], beta[VEC], dy[VEC], v[VEC], dx[VEC];
+      load_parameters<D, VEC>(a.weight, memory_efficient ? a.bias : nullptr, a.weight_dtype,
+                              zero_centered, col0, valid, vector, gamma, beta);
+      load_as<D, VEC>(a.y_dtype, dy_row, col0, valid, vector, 0.0f, dy);
+      load_as<D, VEC>(a.x_or_y_dtype, xy_row, col0, valid, vector, 0.0f, v);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        const float x_hat =
+            x_hat_of(v[e], mean, rstd, gamma[e], beta[e], memory_efficient, layer, rms);
+        dx[e] = rstd * (dy[e] * gamma[e] - mean_gh - x_hat * mean_gh_xhat);
       }
-      if (want_beta) {
-        const float* beta_arrays = accumulators + static_cast<int64_t>(beta_base) * hidden;
-        float s = beta_arrays[col];
-        for (int q = 1; q < a.groups; ++q) s += beta_arrays[static_cast<int64_t>(q) * hidden + col];
-        a.partial_beta[chunk * hidden + col] = s;
+      if (dres_row != nullptr) {
+        // Read before dx is stored: dx may be d_residual_out itself (this thread's elements).
+        float dres[VEC];
+        load_as<D, VEC>(a.x_dtype, dres_row, col0, valid, vector, 0.0f, dres);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) dx[e] += dres[e];
       }
+      store_as<D, VEC>(a.x_dtype, dx_row, col0, valid, vector, dx);
     }
-    // The arrays are written again only after every thread has read them.
-    __syncthreads();
+
+    if (row == at.end - 1) {  // the chunk's last row
+      if (want_gamma) store_partial<VEC, CPT>(a.partial_gamma + at.chunk * hidden, sum_dy_xhat, g.thread, hidden);
+      if (BETA) store_partial<VEC, CPT>(a.partial_beta + at.chunk * hidden, sum_dy, g.thread, hidden);
+    }
+    at = ahead;
+    ahead.advance();
   }
 }
 
 // ---- finalize ----------------------------------------------------------------------------------
 
 constexpr int kFinalizeColumns = 32;
-constexpr int kFinalizeSegments = 8;
+constexpr int kFinalizeSegments = 32;
 
-// Block (32 columns x 8 segments): segment s sums chunks s, s + 8, ... in order, then the 8
+// Block (32 columns x 32 segments): segment s sums chunks s, s + 32, ... in order, then the 32
 // segment sums are added in order. grid.y: 0 = dgamma, 1 = dbeta.
 __global__ void __launch_bounds__(kFinalizeColumns* kFinalizeSegments)
     norm_finalize_kernel(NormFinalizeArgs a) {
@@ -412,8 +587,10 @@ __global__ void __launch_bounds__(kFinalizeColumns* kFinalizeSegments)
   const int segment = static_cast<int>(threadIdx.x) / kFinalizeColumns;
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kFinalizeColumns + lane;
   float s = 0.0f;
-  if (col < a.hidden)
+  if (col < a.hidden) {
+#pragma unroll 4
     for (int64_t c = segment; c < a.chunk_count; c += kFinalizeSegments) s += partial[c * a.hidden + col];
+  }
   sums[segment][lane] = s;
   __syncthreads();
   if (segment != 0 || col >= a.hidden) return;
@@ -426,6 +603,71 @@ __global__ void __launch_bounds__(kFinalizeColumns* kFinalizeSegments)
 // ---- launch ------------------------------------------------------------------------------------
 
 cudaStream_t stream_of(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+// One streamed tensor: its first row, the distance between rows and the bytes of a row.
+struct Stream {
+  const void* base = nullptr;  // NULL: absent
+  int64_t stride = 0;
+  int64_t bytes = 0;
+};
+
+// Where a stage keeps each tensor's row (stages still 0), or stage_bytes = 0 when a row cannot
+// be bulk-copied (not 16-byte aligned).
+RingLayout ring_stage(std::initializer_list<Stream> streams) {
+  RingLayout r;
+  int k = 0;
+  uint32_t stage = 0;
+  for (const Stream& s : streams) {
+    if (s.base != nullptr) {
+      if (!cuda::bulk_copy_ok(s.base, s.bytes) || s.stride % 16 != 0) return RingLayout{};
+      r.offset[k] = stage;
+      r.bytes[k] = static_cast<uint32_t>(s.bytes);
+      stage += static_cast<uint32_t>((s.bytes + 127) / 128 * 128);
+    }
+    ++k;
+  }
+  r.stage_bytes = stage;
+  return r;
+}
+
+// As many stages as fit the shared memory a multiprocessor has for each of the blocks of
+// `kernel` that its registers and threads allow (at most kMaxStages); stages = 0 when fewer
+// than two fit.
+RingLayout with_stages(RingLayout r, const void* kernel, int threads, int device) {
+  if (r.stage_bytes == 0) return r;
+  // The kernels' static shared memory (reduction scratch and the stage barriers) is below
+  // this; the driver reserves 1 KiB more per block.
+  constexpr int kStaticAndReserved = 2 * 1024;
+  static_assert(sizeof(GroupScratch) + kMaxStages * sizeof(uint64_t) + 1024 <= kStaticAndReserved,
+                "the norm kernels' static shared memory grew");
+  const DeviceInfo info = device_info(device);
+  const int blocks = blocks_per_multiprocessor(kernel, threads, 0, device);
+  const int per_block = std::min(info.max_shared_per_block_optin,
+                                 info.shared_per_multiprocessor / blocks) -
+                        kStaticAndReserved;
+  const uint32_t stages = per_block > 0 ? static_cast<uint32_t>(per_block) / r.stage_bytes : 0;
+  r.stages = stages >= 2 ? std::min(stages, kMaxStages) : 0;
+  return r;
+}
+
+size_t ring_bytes(const RingLayout& r) { return static_cast<size_t>(r.stages) * r.stage_bytes; }
+
+// Lets `kernel` take all the dynamic shared memory a block may opt into on `device` (the
+// default is 48 KiB less its static shared memory), once per device; `raised` is the kernel's
+// own record of the devices done.
+template <class Kernel>
+void allow_large_ring(Kernel kernel, size_t shared, int device, const char* name,
+                      std::atomic<uint64_t>& raised) {
+  const uint64_t bit = device < 64 ? (uint64_t{1} << device) : 0;
+  if (shared == 0 || (bit != 0 && (raised.load(std::memory_order_acquire) & bit) != 0)) return;
+  cudaFuncAttributes attributes{};
+  check_cuda(cudaFuncGetAttributes(&attributes, kernel), std::string("cudaFuncGetAttributes(") + name + ")");
+  const int limit = device_info(device).max_shared_per_block_optin -
+                    static_cast<int>(attributes.sharedSizeBytes);
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit),
+             std::string("cudaFuncSetAttribute(") + name + ", max dynamic shared memory)");
+  raised.fetch_or(bit, std::memory_order_acq_rel);
+}
 
 // Persistent grid: (multiprocessors - sm_margin) x blocks per multiprocessor, at most `units`.
 int grid_for(const void* kernel, int block, size_t shared, int64_t units, int device,
@@ -443,69 +685,150 @@ int grid_for(const void* kernel, int block, size_t shared, int64_t units, int de
   return static_cast<int>(std::min<int64_t>(blocks, units));
 }
 
-template <int VEC, int CPT>
-void forward_for(const NormForwardArgs& a, int device, int sm_margin, void* stream) {
-  const auto kernel = norm_forward_kernel<VEC, CPT>;
-  const int block = a.threads * a.groups;
-  const int64_t units = (a.rows + a.groups - 1) / a.groups;
-  const int grid = grid_for(reinterpret_cast<const void*>(kernel), block, 0, units, device, sm_margin);
-  kernel<<<grid, block, 0, stream_of(stream)>>>(a);
+// The dtype of every tensor of the call, or kMixed.
+int uniform_dtype(DType x, std::initializer_list<DType> others) {
+  for (DType d : others)
+    if (d != x) return kMixed;
+  return static_cast<int>(x);
 }
 
-template <int VEC, int CPT, bool BETA>
-void backward_kernel_for(const NormBackwardArgs& a, size_t shared, int device, int sm_margin,
-                         void* stream) {
-  static std::atomic<uint64_t> raised{0};  // devices whose shared-memory limit was raised
-  const auto kernel = norm_backward_kernel<VEC, CPT, BETA>;
-  const uint64_t bit = device < 64 ? (uint64_t{1} << device) : 0;
-  if (shared > 48 * 1024 && (bit == 0 || (raised.load(std::memory_order_acquire) & bit) == 0)) {
-    cudaFuncAttributes attributes{};
-    check_cuda(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes(norm_backward_kernel)");
-    const int limit = device_info(device).max_shared_per_block_optin -
-                      static_cast<int>(attributes.sharedSizeBytes);
-    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit),
-               "cudaFuncSetAttribute(norm_backward_kernel, max dynamic shared memory)");
-    raised.fetch_or(bit, std::memory_order_acq_rel);
-  }
-  const int block = a.threads * a.groups;
-  const int grid = grid_for(reinterpret_cast<const void*>(kernel), block, shared, a.chunk_count,
+template <int VEC, int CPT, int D>
+void forward_with(const NormForwardArgs& a, const NormLayout& l, const RingLayout& ring, int device,
+                  int sm_margin, void* stream) {
+  const auto kernel = norm_forward_kernel<VEC, CPT, D>;
+  const size_t shared = ring_bytes(ring);
+  if (D != kMixed && ring.stages == 0)
+    sy::fail(SY_ERR_INTERNAL, "te: norm_forward_kernel streamed without a ring");
+  static std::atomic<uint64_t> raised{0};  // this instantiation's
+  allow_large_ring(kernel, shared, device, "norm_forward_kernel", raised);
+  const int grid = grid_for(reinterpret_cast<const void*>(kernel), l.threads, shared, a.rows,
                             device, sm_margin);
-  kernel<<<grid, block, shared, stream_of(stream)>>>(a);
+  kernel<<<grid, l.threads, shared, stream_of(stream)>>>(a, ring);
+}
+
+// Streams the rows through a ring with the compile-time dtype D when they can be, else reads
+// them directly (kMixed).
+template <int VEC, int CPT, int D>
+void forward_streamed_or_not(const NormForwardArgs& a, const NormLayout& l, const RingLayout& stage,
+                             int device, int sm_margin, void* stream) {
+  const RingLayout ring = with_stages(
+      stage, reinterpret_cast<const void*>(norm_forward_kernel<VEC, CPT, D>), l.threads, device);
+  if (ring.stages != 0) forward_with<VEC, CPT, D>(a, l, ring, device, sm_margin, stream);
+  else forward_with<VEC, CPT, kMixed>(a, l, RingLayout{}, device, sm_margin, stream);
 }
 
 template <int VEC, int CPT>
-void backward_for(const NormBackwardArgs& a, size_t shared, int device, int sm_margin,
+void forward_for(const NormForwardArgs& a, const NormLayout& l, int device, int sm_margin,
+                 void* stream) {
+  const int64_t x_bytes = a.hidden * element_bytes(a.x_dtype);
+  const int d = uniform_dtype(a.x_dtype, {a.y_dtype, a.weight != nullptr ? a.weight_dtype : a.x_dtype});
+  const RingLayout stage =
+      d != kMixed && a.vector_ok != 0
+          ? ring_stage({{a.x, a.x_row_bytes, x_bytes}, {a.residual, a.residual_row_bytes, x_bytes}})
+          : RingLayout{};
+  constexpr int kBf16 = static_cast<int>(DType::BF16), kF16 = static_cast<int>(DType::F16),
+                kF32 = static_cast<int>(DType::F32);
+  if (stage.stage_bytes != 0) {
+    if constexpr (VEC == 8) {
+      if (d == kBf16) return forward_streamed_or_not<VEC, CPT, kBf16>(a, l, stage, device, sm_margin, stream);
+      if (d == kF16) return forward_streamed_or_not<VEC, CPT, kF16>(a, l, stage, device, sm_margin, stream);
+    } else {
+      if (d == kF32) return forward_streamed_or_not<VEC, CPT, kF32>(a, l, stage, device, sm_margin, stream);
+    }
+  }
+  forward_with<VEC, CPT, kMixed>(a, l, RingLayout{}, device, sm_margin, stream);
+}
+
+template <int VEC, int CPT, bool BETA, int D>
+void backward_with(const NormBackwardArgs& a, const NormLayout& l, const RingLayout& ring,
+                   int device, int sm_margin, void* stream) {
+  const auto kernel = norm_backward_kernel<VEC, CPT, BETA, D>;
+  const size_t shared = ring_bytes(ring);
+  if (D != kMixed && ring.stages == 0)
+    sy::fail(SY_ERR_INTERNAL, "te: norm_backward_kernel streamed without a ring");
+  static std::atomic<uint64_t> raised{0};  // this instantiation's
+  allow_large_ring(kernel, shared, device, "norm_backward_kernel", raised);
+  const int grid = grid_for(reinterpret_cast<const void*>(kernel), l.threads, shared,
+                            a.chunk_count, device, sm_margin);
+  kernel<<<grid, l.threads, shared, stream_of(stream)>>>(a, ring);
+}
+
+template <int VEC, int CPT, int D>
+void backward_with(const NormBackwardArgs& a, const NormLayout& l, const RingLayout& ring,
+                   int device, int sm_margin, void* stream) {
+  if (a.partial_beta != nullptr) backward_with<VEC, CPT, true, D>(a, l, ring, device, sm_margin, stream);
+  else backward_with<VEC, CPT, false, D>(a, l, ring, device, sm_margin, stream);
+}
+
+template <int VEC, int CPT, int D>
+void backward_streamed_or_not(const NormBackwardArgs& a, const NormLayout& l,
+                              const RingLayout& stage, int device, int sm_margin, void* stream) {
+  // The dbias instantiation holds more registers: size the ring for it.
+  const RingLayout ring = with_stages(
+      stage, reinterpret_cast<const void*>(norm_backward_kernel<VEC, CPT, true, D>), l.threads, device);
+  if (ring.stages != 0) backward_with<VEC, CPT, D>(a, l, ring, device, sm_margin, stream);
+  else backward_with<VEC, CPT, kMixed>(a, l, RingLayout{}, device, sm_margin, stream);
+}
+
+template <int VEC, int CPT>
+void backward_for(const NormBackwardArgs& a, const NormLayout& l, int device, int sm_margin,
                   void* stream) {
-  if (a.partial_beta != nullptr) backward_kernel_for<VEC, CPT, true>(a, shared, device, sm_margin, stream);
-  else backward_kernel_for<VEC, CPT, false>(a, shared, device, sm_margin, stream);
+  const int d = uniform_dtype(a.x_dtype, {a.y_dtype, a.x_or_y_dtype,
+                                          a.weight != nullptr ? a.weight_dtype : a.x_dtype});
+  const int64_t row = a.hidden * element_bytes(a.x_dtype);
+  const RingLayout stage =
+      d != kMixed && a.vector_ok != 0 && a.memory_efficient == 0
+          ? ring_stage({{a.dy, a.dy_row_bytes, row},
+                        {a.x_or_y, a.x_or_y_row_bytes, row},
+                        {a.d_residual_out, a.d_residual_out_row_bytes, row}})
+          : RingLayout{};
+  constexpr int kBf16 = static_cast<int>(DType::BF16), kF16 = static_cast<int>(DType::F16),
+                kF32 = static_cast<int>(DType::F32);
+  if (stage.stage_bytes != 0) {
+    if constexpr (VEC == 8) {
+      if (d == kBf16) return backward_streamed_or_not<VEC, CPT, kBf16>(a, l, stage, device, sm_margin, stream);
+      if (d == kF16) return backward_streamed_or_not<VEC, CPT, kF16>(a, l, stage, device, sm_margin, stream);
+    } else {
+      if (d == kF32) return backward_streamed_or_not<VEC, CPT, kF32>(a, l, stage, device, sm_margin, stream);
+    }
+  }
+  backward_with<VEC, CPT, kMixed>(a, l, RingLayout{}, device, sm_margin, stream);
 }
 
 }  // namespace
 
 void launch_norm_forward(const NormForwardArgs& a, const NormLayout& layout, int device,
                          int sm_margin, void* stream) {
-  const bool wide = layout.chunks_per_thread > 1;
-  if (layout.vec == 8) {
-    if (wide) forward_for<8, 4>(a, device, sm_margin, stream);
-    else forward_for<8, 1>(a, device, sm_margin, stream);
-  } else {
-    if (wide) forward_for<4, 8>(a, device, sm_margin, stream);
-    else forward_for<4, 1>(a, device, sm_margin, stream);
+  switch (layout.vec * 16 + layout.chunks_per_thread) {
+    case 8 * 16 + 1: forward_for<8, 1>(a, layout, device, sm_margin, stream); break;
+    case 8 * 16 + 2: forward_for<8, 2>(a, layout, device, sm_margin, stream); break;
+    case 8 * 16 + 4: forward_for<8, 4>(a, layout, device, sm_margin, stream); break;
+    case 4 * 16 + 1: forward_for<4, 1>(a, layout, device, sm_margin, stream); break;
+    case 4 * 16 + 2: forward_for<4, 2>(a, layout, device, sm_margin, stream); break;
+    case 4 * 16 + 4: forward_for<4, 4>(a, layout, device, sm_margin, stream); break;
+    case 4 * 16 + 8: forward_for<4, 8>(a, layout, device, sm_margin, stream); break;
+    default:
+      sy::fail(SY_ERR_INTERNAL, "te: no normalization kernel for " + std::to_string(layout.vec) +
+                                    " x " + std::to_string(layout.chunks_per_thread) +
+                                    " elements per thread");
   }
   check_cuda(cudaGetLastError(), "launching norm_forward_kernel");
 }
 
-void launch_norm_backward(const NormBackwardArgs& a, const NormLayout& layout, size_t shared,
-                          int device, int sm_margin, void* stream) {
-  const int elements = layout.vec * layout.chunks_per_thread;
-  if (layout.vec == 8) {
-    if (elements == 8) backward_for<8, 1>(a, shared, device, sm_margin, stream);
-    else if (elements == 16) backward_for<8, 2>(a, shared, device, sm_margin, stream);
-    else backward_for<8, 4>(a, shared, device, sm_margin, stream);
-  } else {
-    if (elements == 4) backward_for<4, 1>(a, shared, device, sm_margin, stream);
-    else if (elements == 16) backward_for<4, 4>(a, shared, device, sm_margin, stream);
-    else backward_for<4, 8>(a, shared, device, sm_margin, stream);
+void launch_norm_backward(const NormBackwardArgs& a, const NormLayout& layout, int device,
+                          int sm_margin, void* stream) {
+  switch (layout.vec * 16 + layout.chunks_per_thread) {
+    case 8 * 16 + 1: backward_for<8, 1>(a, layout, device, sm_margin, stream); break;
+    case 8 * 16 + 2: backward_for<8, 2>(a, layout, device, sm_margin, stream); break;
+    case 8 * 16 + 4: backward_for<8, 4>(a, layout, device, sm_margin, stream); break;
+    case 4 * 16 + 1: backward_for<4, 1>(a, layout, device, sm_margin, stream); break;
+    case 4 * 16 + 2: backward_for<4, 2>(a, layout, device, sm_margin, stream); break;
+    case 4 * 16 + 4: backward_for<4, 4>(a, layout, device, sm_margin, stream); break;
+    case 4 * 16 + 8: backward_for<4, 8>(a, layout, device, sm_margin, stream); break;
+    default:
+      sy::fail(SY_ERR_INTERNAL, "te: no normalization kernel for " + std::to_string(layout.vec) +
+                                    " x " + std::to_string(layout.chunks_per_thread) +
+                                    " elements per thread");
   }
   check_cuda(cudaGetLastError(), "launching norm_backward_kernel");
 }

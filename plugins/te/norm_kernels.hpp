@@ -14,9 +14,9 @@ namespace switchyard::te {
 // rows >= 1.
 void launch_norm_forward(const NormForwardArgs& a, const NormLayout& layout, int device,
                          int sm_margin, void* stream);
-// rows >= 1; `shared` = NormPlan::backward_shared_bytes of the accumulated parameters.
-void launch_norm_backward(const NormBackwardArgs& a, const NormLayout& layout, std::size_t shared,
-                          int device, int sm_margin, void* stream);
+// rows >= 1.
+void launch_norm_backward(const NormBackwardArgs& a, const NormLayout& layout, int device,
+                          int sm_margin, void* stream);
 // Any chunk_count (0: dweight/dbias become 0, or stay as they are when accumulating).
 void launch_norm_finalize(const NormFinalizeArgs& a, void* stream);
 

@@ -116,7 +116,7 @@ void norm_forward(const sy_norm_forward_args& args) {
                     ? 1
                     : 0;
   a.threads = plan.forward.threads;
-  a.groups = plan.forward.groups;
+  a.groups = 1;
   a.eps = p.eps;
   launch_norm_forward(a, plan.forward, device, p.sm_margin, args.stream);
 }
@@ -183,11 +183,8 @@ void norm_backward(const sy_norm_backward_args& args) {
                       ? 1
                       : 0;
     a.threads = plan.backward.threads;
-    a.groups = plan.backward.groups;
-    const int accumulated = (want_gamma ? 1 : 0) + (want_beta ? 1 : 0);
-    const auto shared =
-        static_cast<std::size_t>(plan.backward_shared_bytes(accumulated, p.hidden));
-    launch_norm_backward(a, plan.backward, shared, device, p.sm_margin, args.stream);
+    a.groups = 1;
+    launch_norm_backward(a, plan.backward, device, p.sm_margin, args.stream);
   }
   if (want_gamma || want_beta) {
     NormFinalizeArgs f;

@@ -1,5 +1,5 @@
-// How te runs one normalization problem: the register layout of a row, the groups of threads
-// per block, the fixed partition of rows into chunks for the two-stage dgamma/dbeta, and the
+// How te runs one normalization problem: the register layouts of a row (one row per block at
+// a time), the fixed partition of rows into chunks for the two-stage dgamma/dbeta, and the
 // workspace. A pure function of (kind, rows, hidden, x dtype): never of sm_margin, the grid
 // or the device, so results are the same whatever the grid (DESIGN §3.9).
 #ifndef SWITCHYARD_TE_NORM_PLAN_HPP
@@ -16,14 +16,13 @@ namespace switchyard::te {
 constexpr int64_t kNormMaxHidden = 16384;
 constexpr int kNormMaxBlock = 512;
 
-// A row kept in registers: each of `threads` threads holds chunks_per_thread chunks of `vec`
-// consecutive elements (16 bytes of x); thread t holds chunks t, t + threads, ...
+// A row kept in registers by one block: each of `threads` threads holds chunks_per_thread
+// chunks of `vec` consecutive elements (16 bytes of x); thread t holds chunks t, t + threads,
+// ...
 struct NormLayout {
   int vec = 8;
-  int chunks_per_thread = 1;
-  int threads = 32;  // a group: one row at a time; a multiple of 32, <= 512
-  int groups = 1;    // groups per block (block = groups x threads <= 512)
-  int block() const { return threads * groups; }
+  int chunks_per_thread = 1;  // 1, 2, 4 or 8
+  int threads = 32;           // one row at a time; a multiple of 32, <= 512
 };
 
 struct NormPlan {
@@ -31,17 +30,16 @@ struct NormPlan {
   NormLayout backward;
   int64_t chunks = 0;          // chunks of vec elements per row: ceil(hidden / vec)
   int64_t rows_per_chunk = 1;  // the fixed row partition of the dgamma/dbeta partials
-  int64_t chunk_count = 0;     // ceil(rows / rows_per_chunk)
+  int64_t chunk_count = 0;     // ceil(rows / rows_per_chunk), at most kNormMaxRowChunks
   int parameters = 0;          // partial arrays: LayerNorm 2 (gamma, beta), RMSNorm 1, L2Norm 0
   int64_t partial_bytes = 0;   // one partial array, 256-byte aligned
   int64_t workspace_bytes = 0; // parameters x partial_bytes (the forward needs none)
-
-  // Shared memory of the backward kernel: each group of a block accumulates the dgamma (and
-  // dbeta) of its rows per column in its own fp32 array of `hidden` floats.
-  int64_t backward_shared_bytes(int accumulated_parameters, int64_t hidden) const {
-    return static_cast<int64_t>(accumulated_parameters) * backward.groups * hidden * 4;
-  }
 };
+
+// The dgamma/dbeta partition: about four chunks per multiprocessor of an H200 at most, so
+// that every backward block (up to four share a multiprocessor) has work; the partials stay
+// <= 32 MiB.
+constexpr int64_t kNormMaxRowChunks = 512;
 
 // The problem must have passed validate_norm_problem (hidden <= kNormMaxHidden).
 NormPlan norm_plan(const sy_norm_problem& problem);

@@ -293,15 +293,16 @@ struct ChanMerge {
   }
 };
 
-// Shared memory of the group reductions: [group][parity][warp].
-constexpr int kMaxGroups = 16;
+// Shared memory of one group's reductions: [parity][warp].
 constexpr int kMaxGroupWarps = 16;
-using GroupScratch = float4[kMaxGroups][2][kMaxGroupWarps];
+using GroupScratch = float4[2][kMaxGroupWarps];
 
 // Reduces v over the group in a fixed order (lanes pairwise, then warps in order) and returns
 // the result to every thread of the group. Two scratch buffers alternate (`parity`), so one
 // barrier per reduction suffices: a buffer is written again only after every thread of the
-// group has passed the next reduction's barrier, hence finished reading it.
+// group has passed the next reduction's barrier, hence finished reading it. Every call is a
+// barrier of the group (a warp barrier for a one-warp group): memory the group's threads
+// accessed before it is ordered before what they access after it.
 template <class Merge>
 __device__ __forceinline__ float4 group_reduce(float4 v, const Group& g, GroupScratch& scratch,
                                                int& parity, Merge merge) {
@@ -309,11 +310,14 @@ __device__ __forceinline__ float4 group_reduce(float4 v, const Group& g, GroupSc
   for (int offset = 16; offset > 0; offset >>= 1) v = merge(v, shfl_down(v, offset));
   v = shfl_first(v);
   const int warps = g.threads / 32;
-  if (warps == 1) return v;
-  if ((g.thread & 31) == 0) scratch[g.index][parity][g.thread / 32] = v;
+  if (warps == 1) {
+    __syncwarp();
+    return v;
+  }
+  if ((g.thread & 31) == 0) scratch[parity][g.thread / 32] = v;
   group_barrier(g);
-  float4 r = scratch[g.index][parity][0];
-  for (int w = 1; w < warps; ++w) r = merge(r, scratch[g.index][parity][w]);
+  float4 r = scratch[parity][0];
+  for (int w = 1; w < warps; ++w) r = merge(r, scratch[parity][w]);
   parity ^= 1;
   return r;
 }

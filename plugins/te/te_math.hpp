@@ -158,12 +158,14 @@ struct Chan {
   float m2;
 };
 
-// Chan, Golub and LeVeque's pairwise update; an empty side leaves the other unchanged.
+// Chan, Golub and LeVeque's pairwise update; an empty side leaves the other unchanged. Equal
+// counts (every merge of a reduction tree over whole chunks) skip the division: b.n / (2 b.n)
+// is exactly 0.5, so the bits are those of the general formula.
 TE_HD Chan chan_merge(const Chan& a, const Chan& b) {
   const float n = a.n + b.n;
   if (n == 0.0f) return a;
   const float delta = b.mean - a.mean;
-  const float weight_b = b.n / n;
+  const float weight_b = a.n == b.n ? 0.5f : b.n / n;
   Chan r;
   r.n = n;
   r.mean = a.mean + delta * weight_b;

@@ -62,6 +62,34 @@ CeState kernel_row_stats(const std::vector<float>& z, int threads, bool smoothin
   return block_merge(state);
 }
 
+// The statistics the slice kernels (Stats and Fused alike) compute for one row: slice s holds
+// chunks [s S, (s + 1) S); in a slice, chunk i belongs to thread i mod T, added in increasing
+// i; block_merge over the slice's threads; then the slices merged in rank order.
+template <int VEC>
+CeState slice_row_stats(const std::vector<float>& z, const CePlan& plan, bool smoothing) {
+  const int64_t columns = static_cast<int64_t>(z.size());
+  const int T = plan.slice_threads;
+  CeState row = ce_state_init();
+  for (int s = 0; s < plan.cluster; ++s) {
+    const int64_t first = int64_t{s} * plan.slice_chunks;
+    const int64_t n = std::max<int64_t>(0, std::min<int64_t>(plan.slice_chunks, plan.chunks - first));
+    std::vector<CeState> state(static_cast<size_t>(T), ce_state_init());
+    for (int tid = 0; tid < T; ++tid)
+      for (int64_t i = tid; i < n; i += T) {
+        const int64_t k = first + i;
+        float v[VEC];
+        for (int e = 0; e < VEC; ++e) v[e] = k * VEC + e < columns ? z[k * VEC + e] : -kInf;
+        const int valid = static_cast<int>(std::min<int64_t>(VEC, columns - k * VEC));
+        ce_accumulate(state[tid], v, k * VEC, valid, smoothing);
+      }
+    const CeState block = block_merge(state);
+    row = s == 0 ? block : ce_merge(row, block);
+  }
+  return row;
+}
+
+// The statistics of a row as the forward computes them: the slice kernels when the row fits
+// them, else ce_stats_kernel (and ce_fused_kernel, with the same block).
 CeState row_stats(const std::vector<float>& z, DLDataType dtype, bool smoothing) {
   sy_ce_problem p{};
   p.struct_size = sizeof p;
@@ -70,6 +98,8 @@ CeState row_stats(const std::vector<float>& z, DLDataType dtype, bool smoothing)
   p.logits_dtype = p.grad_dtype = dtype;
   p.tp_size = 1;
   const CePlan plan = ce_plan(p);
+  if (plan.slices)
+    return plan.vec == 8 ? slice_row_stats<8>(z, plan, smoothing) : slice_row_stats<4>(z, plan, smoothing);
   if (plan.vec == 8) return kernel_row_stats<8>(z, plan.stats_threads, smoothing);
   return kernel_row_stats<4>(z, plan.stats_threads, smoothing);
 }
@@ -380,34 +410,38 @@ TEST_CASE("norm: chan_merge with an empty side is the other side") {
 
 // ---- launch plans ----------------------------------------------------------------------------
 
-TEST_CASE("norm plan: every hidden size fits the registers of one group of <= 512 threads") {
+TEST_CASE("norm plan: every hidden size fits the registers of one block of <= 512 threads") {
   for (DLDataType dtype : {DLDataType{kDLBfloat, 16, 1}, DLDataType{kDLFloat, 16, 1},
                            DLDataType{kDLFloat, 32, 1}}) {
-    for (int64_t hidden = 1; hidden <= kNormMaxHidden; hidden += hidden < 300 ? 1 : 97) {
-      for (int64_t h : {hidden, int64_t{kNormMaxHidden}}) {
-        const NormPlan plan = norm_plan(norm(1000, h, dtype));
-        for (const NormLayout& l : {plan.forward, plan.backward}) {
-          INFO("hidden " << h << " bits " << int(dtype.bits) << " threads " << l.threads);
-          REQUIRE(l.vec == 16 / (dtype.bits / 8));
-          REQUIRE(l.threads % 32 == 0);
-          REQUIRE(l.threads >= 32);
-          REQUIRE(l.threads <= 512);
-          REQUIRE(int64_t{l.threads} * l.chunks_per_thread * l.vec >= h);
-          REQUIRE(l.groups >= 1);
-          REQUIRE(l.groups <= 16);
-          REQUIRE(l.block() <= 512);
-          // Named barriers 1..15: groups spanning several warps number at most 15.
-          REQUIRE((l.threads == 32 || l.groups <= 15));
-          // The kernels are instantiated for these register layouts only.
-          const int elements = l.vec * l.chunks_per_thread;
-          REQUIRE((elements == l.vec || elements == 16 || elements == 32));
+    for (sy_norm_kind kind : {SY_NORM_LAYER, SY_NORM_RMS}) {
+      for (int64_t hidden = 1; hidden <= kNormMaxHidden; hidden += hidden < 300 ? 1 : 97) {
+        for (int64_t h : {hidden, int64_t{kNormMaxHidden}}) {
+          const NormPlan plan = norm_plan(norm(1000, h, dtype, kind));
+          for (const NormLayout& l : {plan.forward, plan.backward}) {
+            INFO("hidden " << h << " bits " << int(dtype.bits) << " threads " << l.threads);
+            REQUIRE(l.vec == 16 / (dtype.bits / 8));
+            REQUIRE(l.threads % 32 == 0);
+            REQUIRE(l.threads >= 32);
+            REQUIRE(l.threads <= kNormMaxBlock);
+            REQUIRE(int64_t{l.threads} * l.chunks_per_thread * l.vec >= h);
+            // The kernels are instantiated for these register layouts only.
+            REQUIRE((l.chunks_per_thread == 1 || l.chunks_per_thread == 2 ||
+                     l.chunks_per_thread == 4 || (l.chunks_per_thread == 8 && l.vec == 4)));
+          }
         }
-        REQUIRE((plan.forward.chunks_per_thread == 1 || plan.forward.vec * plan.forward.chunks_per_thread == 32));
-        // The backward's shared accumulators fit the H200's 227 KiB per block.
-        REQUIRE(plan.backward_shared_bytes(2, h) <= 227 * 1024 - 16 * 1024);
       }
     }
   }
+  // The performance shapes (bf16): the forward 32 elements per thread; the backward 32 for
+  // RMSNorm, 16 for LayerNorm (its dbeta sums take registers too).
+  const DLDataType bf16{kDLBfloat, 16, 1};
+  const NormPlan rms4096 = norm_plan(norm(16384, 4096, bf16, SY_NORM_RMS));
+  const NormPlan ln8192 = norm_plan(norm(16384, 8192, bf16, SY_NORM_LAYER));
+  CHECK(rms4096.forward.threads == 128);
+  CHECK(rms4096.backward.threads == 128);
+  CHECK(ln8192.forward.threads == 256);
+  CHECK(ln8192.backward.threads == 512);
+  CHECK(ln8192.backward.chunks_per_thread == 2);
 }
 
 TEST_CASE("norm plan: the dgamma partition depends on rows and hidden only") {
@@ -421,15 +455,17 @@ TEST_CASE("norm plan: the dgamma partition depends on rows and hidden only") {
       const NormPlan b = norm_plan(p);
       CHECK(a.rows_per_chunk == b.rows_per_chunk);
       CHECK(a.chunk_count == b.chunk_count);
-      CHECK(a.rows_per_chunk % a.backward.groups == 0);
       CHECK(a.chunk_count * a.rows_per_chunk >= rows);
       CHECK((a.chunk_count - 1) * a.rows_per_chunk < rows);
-      CHECK(a.chunk_count <= std::max<int64_t>(128, (int64_t{1} << 20) / hidden) + 1);
+      CHECK(a.chunk_count <= kNormMaxRowChunks);
+      CHECK(a.workspace_bytes == a.parameters * a.partial_bytes);
+      CHECK(a.partial_bytes >= a.chunk_count * hidden * 4);
     }
   }
-  // The performance shapes: 256 chunks of 64 rows, 128 of 128.
-  CHECK(norm_plan(norm(16384, 4096, DLDataType{kDLBfloat, 16, 1})).chunk_count == 256);
-  CHECK(norm_plan(norm(16384, 8192, DLDataType{kDLBfloat, 16, 1})).chunk_count == 128);
+  // The performance shapes: 512 chunks of 32 rows.
+  CHECK(norm_plan(norm(16384, 4096, DLDataType{kDLBfloat, 16, 1})).chunk_count == 512);
+  CHECK(norm_plan(norm(16384, 8192, DLDataType{kDLBfloat, 16, 1})).rows_per_chunk == 32);
+  CHECK(norm_plan(norm(0, 4096, DLDataType{kDLBfloat, 16, 1})).chunk_count == 0);
 }
 
 TEST_CASE("ce plan: block sizes follow the row, never the batch") {
@@ -475,6 +511,14 @@ TEST_CASE("ce plan: block sizes follow the row, never the batch") {
   CHECK(plan.fused_threads == 512);
   CHECK(plan.fused_slots == 13);
   CHECK(int64_t{kCeFusedBlocksPerSm} * kCeFusedSlots * kCeFusedMaxThreads * 16 <= 227 * 1024);
+  // Slices: bf16 131072 = 256 KiB a row, a cluster of 4 blocks of 256 threads holding 64 KiB
+  // each; three such blocks (and their static shared memory and the 1 KiB the runtime
+  // reserves per block) fit the 228 KiB of a multiprocessor.
+  CHECK(plan.slices);
+  CHECK(plan.cluster == 4);
+  CHECK(plan.slice_chunks == 4096);
+  CHECK(plan.slice_threads == 256);
+  CHECK(kCeSliceBlocksPerSm * (kCeSliceMaxChunks * 16 + 2048) <= 228 * 1024);
   CHECK(ce_forward_collectives(p) == 0);
   p.tp_size = 2;
   p.vocab_local = 65536;

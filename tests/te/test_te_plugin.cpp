@@ -369,19 +369,19 @@ TEST_CASE("sm_margin is accepted when the device cannot be asked, refused when i
 }
 
 TEST_CASE("norm workspace: fp32 partials of dgamma (and dbeta) per fixed chunk of rows") {
-  // README: at most max(128, 2^20 / hidden) chunks, each a multiple of the backward's groups.
-  // bf16 [16384, 4096]: 256 chunks of 64 rows; LayerNorm has two partial arrays, RMS one, L2 none.
-  const int64_t partial = round_up(256 * 4096 * 4, 256);
+  // README: at most 512 chunks of ceil(rows / 512) rows.
+  // bf16 [16384, 4096]: 512 chunks of 32 rows; LayerNorm has two partial arrays, RMS one, L2 none.
+  const int64_t partial = round_up(512 * 4096 * 4, 256);
   CHECK(norm_workspace(norm_problem(SY_NORM_LAYER, 16384, 4096)) == 2 * partial);
   CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 16384, 4096)) == partial);
   CHECK(norm_workspace(norm_problem(SY_NORM_L2, 16384, 4096)) == 0);
-  // [16384, 8192]: 128 chunks of 128 rows.
-  CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 16384, 8192)) == round_up(128 * 8192 * 4, 256));
+  // [16384, 8192]: 512 chunks of 32 rows.
+  CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 16384, 8192)) == round_up(512 * 8192 * 4, 256));
   // Independent of sm_margin (the partition never depends on the grid).
   sy_norm_problem p = norm_problem(SY_NORM_LAYER, 16384, 4096);
   p.sm_margin = 16;
   CHECK(norm_workspace(p) == 2 * partial);
-  // Few rows: one chunk per group of rows.
+  // Few rows: one chunk per row.
   CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 5, 127)) > 0);
   CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 0, 127)) == 0);
 }
