@@ -11,9 +11,12 @@
 //   Grad   backward (and pass 2 of tp_size > 1 grad in forward): no cluster; each block
 //          writes its slice's gradient as the pieces of the slice land
 //
-// Statistics order, fixed by (vocab_local, dtype) alone: in slice s, chunk i (of the slice)
-// belongs to thread i mod T, a thread adds its chunks in increasing i, the block's threads are
-// merged by block_merge's tree, the slices in rank order 0, 1, ... . Stats and Fused share
+// Statistics order, fixed by (vocab_local, dtype) alone: in slice s, thread t folds its groups
+// g = 0, 1, ... (chunks g 4T + u T + t, u = 0..3, the chunks past the slice -inf) with
+// ce_math.hpp's ce_run_add (one max tree, one rescale, FFMA + ex2 per element, one add tree a
+// group), the block's threads are merged by block_merge's tree, the slices in rank order
+// 0, 1, ... . The argmax (a template flag, like smoothing) is the first element equal to the
+// thread's max in the first group that reached it, read back from shared memory. Stats and Fused share
 // the code, so grad in forward's lse/loss/argmax have the plain forward's bits. A row that is
 // not 16-byte aligned is copied into shared memory by the threads instead of the copy engine:
 // the same values in the same places, so the same bits.
@@ -25,6 +28,7 @@
 
 #include "ce_cluster.cuh"
 #include "ce_device.cuh"
+#include "ce_math.hpp"
 #include "ce_plan.hpp"
 #include "cuda_support.hpp"
 
@@ -81,7 +85,9 @@ __device__ __forceinline__ SlicePartial merge_cluster(const SlicePartial& mine, 
   return out;
 }
 
-template <DType D, DType G, SliceMode M>
+// kArgmax: the argmax is asked for; kSmoothing: label smoothing (the sum of logits). Neither
+// changes max, sum_exp or sum_logits, so every variant gives a row the same lse/loss bits.
+template <DType D, DType G, SliceMode M, bool kArgmax, bool kSmoothing>
 __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeSliceBlocksPerSm)
     ce_slice_kernel(CeKernelArgs a) {
   using raw = typename DT<D>::raw;
@@ -138,32 +144,58 @@ __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeSliceBlocksPerSm)
     }
   }
   raw* staged = reinterpret_cast<raw*>(slice);
+  // Stats/Fused read whole groups of 4T chunks; the chunks past the slice are -inf.
+  const int filled = M == SliceMode::Grad ? n : (n + piece_chunks - 1) / piece_chunks * piece_chunks;
 #pragma unroll 4
-  for (int e = whole * VEC + tid; e < n * VEC; e += T)
+  for (int e = whole * VEC + tid; e < filled * VEC; e += T)
     staged[e] = e < elements ? z[col_first + e] : DT<D>::kNegInf;
   __syncthreads();  // the barriers are initialised, the threads' part of the slice is there
 
   if constexpr (M != SliceMode::Grad) {
-    const bool smoothing = a.smoothing != 0;
-    CeState st = ce_state_init();
-    for (int c0 = 0; c0 < n; c0 += piece_chunks) {
-      if (c0 < whole) cuda::mbarrier_wait(&piece_done[c0 / piece_chunks], 0);
+    // Group g of this thread: chunks g * 4T + u * T + tid, u = 0..3 (the shared memory is
+    // padded with -inf to whole groups, so no chunk is masked), folded by ce_run_add.
+    constexpr int N = kCeSliceUnroll * VEC;
+    CeRun run = ce_run_init();
+    for (int c0 = 0, g = 0; c0 < n; c0 += piece_chunks, ++g) {
+      if (c0 < whole) cuda::mbarrier_wait(&piece_done[g], 0);
       Chunk pk[kCeSliceUnroll];
 #pragma unroll
-      for (int u = 0; u < kCeSliceUnroll; ++u) {
-        const int i = c0 + u * T + tid;
-        if (i < n) memcpy(&pk[u], &slice[i], 16);
-      }
+      for (int u = 0; u < kCeSliceUnroll; ++u) memcpy(&pk[u], &slice[c0 + u * T + tid], 16);
+      float v[N];
 #pragma unroll
       for (int u = 0; u < kCeSliceUnroll; ++u) {
-        const int i = c0 + u * T + tid;
-        if (i < n) {
-          float v[VEC];
-          unpack(pk[u], v);
-          const int64_t k = first + i;
-          ce_accumulate(st, v, k * VEC, valid_in_chunk(k, VEC, a.vocab_local), smoothing);
-        }
+        float c[VEC];
+        unpack(pk[u], c);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) v[u * VEC + k] = c[k];
       }
+      bool in_row[N];
+      if constexpr (kSmoothing) {
+#pragma unroll
+        for (int u = 0; u < kCeSliceUnroll; ++u)
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) in_row[u * VEC + k] = (c0 + u * T + tid) * VEC + k < elements;
+      }
+      ce_run_add<kSmoothing>(run, v, g, in_row);
+    }
+    CeState st{run.max, run.sum_exp, run.sum_logits, kNoArgmax};
+    if (kArgmax && run.group >= 0) {
+      // The lowest column of the max among this thread's chunks: the first element equal to
+      // it in its first group that reached it (still in shared memory).
+      const int c0 = run.group * piece_chunks;
+      float v[N];
+#pragma unroll
+      for (int u = 0; u < kCeSliceUnroll; ++u) {
+        Chunk pk;
+        memcpy(&pk, &slice[c0 + u * T + tid], 16);
+        float c[VEC];
+        unpack(pk, c);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) v[u * VEC + k] = c[k];
+      }
+      const int at = ce_first_equal(v, run.max);
+      const int u = at / VEC;
+      st.argmax = col_first + static_cast<int64_t>(c0 + u * T + tid) * VEC + (at - u * VEC);
     }
     st = block_merge(st, scratch);
     if (tid == 0) {
@@ -234,15 +266,20 @@ __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeSliceBlocksPerSm)
 
 constexpr size_t kSliceSharedMax = static_cast<size_t>(kCeSliceMaxChunks) * 16;
 
-size_t slice_shared_bytes(const CeKernelArgs& a) { return static_cast<size_t>(a.slice_chunks) * 16; }
+// The slice rounded up to whole groups of kCeSliceUnroll x threads chunks (<= 64 KiB, as
+// threads x kCeSliceChunksPerThread >= slice_chunks and threads <= 256).
+size_t slice_shared_bytes(const CeKernelArgs& a, int threads) {
+  const int64_t group = int64_t{threads} * kCeSliceUnroll;
+  return static_cast<size_t>((a.slice_chunks + group - 1) / group * group) * 16;
+}
 
 // Raises the kernel's dynamic shared memory limit to 64 KiB, once per device.
-template <DType D, DType G, SliceMode M>
+template <DType D, DType G, SliceMode M, bool A, bool S>
 void allow_slice_shared(int device) {
   static std::atomic<uint64_t> raised{0};  // one bit per device id < 64
   const uint64_t bit = device >= 0 && device < 64 ? (uint64_t{1} << device) : 0;
   if (bit != 0 && (raised.load(std::memory_order_acquire) & bit) != 0) return;
-  check_cuda(cudaFuncSetAttribute(ce_slice_kernel<D, G, M>,
+  check_cuda(cudaFuncSetAttribute(ce_slice_kernel<D, G, M, A, S>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(kSliceSharedMax)),
              "cudaFuncSetAttribute(ce_slice_kernel, max dynamic shared memory)");
@@ -254,7 +291,7 @@ cudaLaunchConfig_t slice_config(const CeKernelArgs& a, int64_t rows, int threads
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(rows * a.cluster));
   config.blockDim = dim3(static_cast<unsigned>(threads));
-  config.dynamicSmemBytes = slice_shared_bytes(a);
+  config.dynamicSmemBytes = slice_shared_bytes(a, threads);
   config.stream = static_cast<cudaStream_t>(stream);
   if (cluster != nullptr) {
     cluster->id = cudaLaunchAttributeClusterDimension;
@@ -269,19 +306,20 @@ cudaLaunchConfig_t slice_config(const CeKernelArgs& a, int64_t rows, int threads
 
 // Whether at least one cluster of the kernel fits the device (asked once per device and
 // shape; a device partitioned by MPS or green contexts may not fit one).
-template <DType D, DType G, SliceMode M>
+template <DType D, DType G, SliceMode M, bool A, bool S>
 bool cluster_fits(const CeKernelArgs& a, int threads, int device) {
   static std::mutex mutex;
   static std::map<std::tuple<int, int, int, int>, bool> known;
+  // One map per kernel variant (a static of this instantiation).
   const auto key = std::make_tuple(device, a.cluster, a.slice_chunks, threads);
   std::lock_guard<std::mutex> lock(mutex);
   if (const auto it = known.find(key); it != known.end()) return it->second;
-  allow_slice_shared<D, G, M>(device);
+  allow_slice_shared<D, G, M, A, S>(device);
   cudaLaunchAttribute attribute{};
   cudaLaunchConfig_t config = slice_config(a, 1, threads, &attribute, nullptr);
   int clusters = 0;
   const cudaError_t error =
-      cudaOccupancyMaxActiveClusters(&clusters, ce_slice_kernel<D, G, M>, &config);
+      cudaOccupancyMaxActiveClusters(&clusters, ce_slice_kernel<D, G, M, A, S>, &config);
   if (error != cudaSuccess) (void)cudaGetLastError();  // a refusal means: use the other kernels
   const bool fits = error == cudaSuccess && clusters > 0;
   known.emplace(key, fits);
@@ -290,9 +328,9 @@ bool cluster_fits(const CeKernelArgs& a, int threads, int device) {
 
 // One launch per INT_MAX / cluster rows (a launch's grid is at most 2^31 - 1 blocks); a row's
 // blocks never depend on which launch holds them.
-template <DType D, DType G, SliceMode M>
+template <DType D, DType G, SliceMode M, bool A, bool S>
 void launch_slice(const CeKernelArgs& a, int threads, int device, void* stream) {
-  allow_slice_shared<D, G, M>(device);
+  allow_slice_shared<D, G, M, A, S>(device);
   const int64_t per_launch = INT_MAX / a.cluster;
   for (int64_t base = 0; base < a.rows; base += per_launch) {
     CeKernelArgs part = a;
@@ -301,30 +339,49 @@ void launch_slice(const CeKernelArgs& a, int threads, int device, void* stream) 
     const cudaLaunchConfig_t config =
         slice_config(part, std::min(per_launch, a.rows - base), threads,
                      M == SliceMode::Grad ? nullptr : &attribute, stream);
-    check_cuda(cudaLaunchKernelEx(&config, ce_slice_kernel<D, G, M>, part),
+    check_cuda(cudaLaunchKernelEx(&config, ce_slice_kernel<D, G, M, A, S>, part),
                "cudaLaunchKernelEx(ce_slice_kernel)");
   }
 }
 
+// The question does not depend on the argmax or smoothing flags (the lightest and the
+// heaviest variants of both kernels must fit), so every call of a shape gets the same answer
+// and so the same kernel for its statistics.
 template <DType D, DType G>
 bool available_for(const CeKernelArgs& a, int threads, int device) {
-  return cluster_fits<D, D, SliceMode::Stats>(a, threads, device) &&
-         cluster_fits<D, G, SliceMode::Fused>(a, threads, device);
+  return cluster_fits<D, D, SliceMode::Stats, false, false>(a, threads, device) &&
+         cluster_fits<D, D, SliceMode::Stats, true, true>(a, threads, device) &&
+         cluster_fits<D, G, SliceMode::Fused, false, false>(a, threads, device) &&
+         cluster_fits<D, G, SliceMode::Fused, true, true>(a, threads, device);
+}
+
+template <DType D, DType G, SliceMode M>
+void launch_variant(const CeKernelArgs& a, int threads, int device, void* stream) {
+  const bool argmax = a.argmax != nullptr, smoothing = a.smoothing != 0;
+  if (argmax && smoothing)
+    launch_slice<D, G, M, true, true>(a, threads, device, stream);
+  else if (argmax)
+    launch_slice<D, G, M, true, false>(a, threads, device, stream);
+  else if (smoothing)
+    launch_slice<D, G, M, false, true>(a, threads, device, stream);
+  else
+    launch_slice<D, G, M, false, false>(a, threads, device, stream);
 }
 
 template <DType D>
 void stats_for(const CeKernelArgs& a, int threads, int device, void* stream) {
-  launch_slice<D, D, SliceMode::Stats>(a, threads, device, stream);
+  launch_variant<D, D, SliceMode::Stats>(a, threads, device, stream);
 }
 
 template <DType D, DType G>
 void fused_for(const CeKernelArgs& a, int threads, int device, void* stream) {
-  launch_slice<D, G, SliceMode::Fused>(a, threads, device, stream);
+  launch_variant<D, G, SliceMode::Fused>(a, threads, device, stream);
 }
 
+// The gradient needs neither flag: one variant.
 template <DType D, DType G>
 void grad_for(const CeKernelArgs& a, int threads, int device, void* stream) {
-  launch_slice<D, G, SliceMode::Grad>(a, threads, device, stream);
+  launch_slice<D, G, SliceMode::Grad, false, false>(a, threads, device, stream);
 }
 
 }  // namespace

@@ -282,7 +282,8 @@ __global__ void __launch_bounds__(kNormMaxBlock, 2)
   constexpr bool STREAMED = D != kMixed;
   extern __shared__ __align__(128) unsigned char ring_memory[];
   __shared__ uint64_t full[kMaxStages];
-  __shared__ GroupScratch scratch;
+  __shared__ GroupScratch<float4> chan_scratch;  // LayerNorm: (count, mean, M2)
+  __shared__ GroupScratch<float> sum_scratch;    // RMS/L2: the sum of squares
   const Group g{0, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x)};
   const bool vector = STREAMED || a.vector_ok != 0;  // streamed: every row is aligned
   const bool layer = a.kind == SY_NORM_LAYER;
@@ -357,7 +358,7 @@ __global__ void __launch_bounds__(kNormMaxBlock, 2)
         }
       }
       const float4 merged =
-          group_reduce(make_float4(count, local_mean, m2, 0.0f), g, scratch, parity, ChanMerge{});
+          group_reduce(make_float4(count, local_mean, m2, 0.0f), g, chan_scratch, parity, ChanMerge{});
       mean = merged.y;
       rstd = norm_rstd(merged.z / h_count, a.eps);
     } else {
@@ -369,9 +370,8 @@ __global__ void __launch_bounds__(kNormMaxBlock, 2)
           const float v = raw_get<VEC>(h[c], e, bf16);
           squares += v * v;
         }
-      const float4 merged =
-          group_reduce(make_float4(squares, 0.0f, 0.0f, 0.0f), g, scratch, parity, SumMerge{});
-      rstd = norm_rstd(merged.x / h_count, a.eps);
+      const float merged = group_reduce(squares, g, sum_scratch, parity, SumMerge{});
+      rstd = norm_rstd(merged / h_count, a.eps);
     }
     // The reduction was a barrier: every thread has its row in registers.
     if constexpr (STREAMED)
@@ -439,7 +439,7 @@ __global__ void __launch_bounds__(kNormMaxBlock, 1)
   constexpr bool STREAMED = D != kMixed;
   extern __shared__ __align__(128) unsigned char ring_memory[];
   __shared__ uint64_t full[kMaxStages];
-  __shared__ GroupScratch scratch;
+  __shared__ GroupScratch<float2> scratch;
   const Group g{0, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x)};
   const bool vector = STREAMED || a.vector_ok != 0;  // streamed: every row is aligned
   const bool layer = a.kind == SY_NORM_LAYER;
@@ -523,8 +523,7 @@ __global__ void __launch_bounds__(kNormMaxBlock, 1)
         sum_gh_xhat += g_h * x_hat;
       }
     }
-    const float4 sums = group_reduce(make_float4(sum_gh, sum_gh_xhat, 0.0f, 0.0f), g, scratch,
-                                     parity, SumMerge{});
+    const float2 sums = group_reduce(make_float2(sum_gh, sum_gh_xhat), g, scratch, parity, SumMerge{});
     // The reduction was a barrier: every thread is done with the previous iteration's stage.
     if constexpr (STREAMED)
       if (g.thread == 0 && it > 0) ring.refill(next, filled, src);
@@ -588,7 +587,9 @@ __global__ void __launch_bounds__(kFinalizeColumns* kFinalizeSegments)
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kFinalizeColumns + lane;
   float s = 0.0f;
   if (col < a.hidden) {
-#pragma unroll 4
+    // Unrolled so that the loads of a thread's partials (16 at 512 chunks) are all in flight
+    // before the additions, which stay in order.
+#pragma unroll 16
     for (int64_t c = segment; c < a.chunk_count; c += kFinalizeSegments) s += partial[c * a.hidden + col];
   }
   sums[segment][lane] = s;
@@ -638,7 +639,8 @@ RingLayout with_stages(RingLayout r, const void* kernel, int threads, int device
   // The kernels' static shared memory (reduction scratch and the stage barriers) is below
   // this; the driver reserves 1 KiB more per block.
   constexpr int kStaticAndReserved = 2 * 1024;
-  static_assert(sizeof(GroupScratch) + kMaxStages * sizeof(uint64_t) + 1024 <= kStaticAndReserved,
+  static_assert(sizeof(GroupScratch<float4>) + sizeof(GroupScratch<float>) +
+                        kMaxStages * sizeof(uint64_t) + 1024 <= kStaticAndReserved,
                 "the norm kernels' static shared memory grew");
   const DeviceInfo info = device_info(device);
   const int blocks = blocks_per_multiprocessor(kernel, threads, 0, device);

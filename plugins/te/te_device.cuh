@@ -269,11 +269,23 @@ __device__ __forceinline__ void group_barrier(const Group& g) {
   asm volatile("bar.sync %0, %1;" ::"r"(1 + g.index), "r"(g.threads) : "memory");
 }
 
+// Warp shuffles of the values a group reduces: one shuffle per component.
+__device__ __forceinline__ float shfl_down(float v, int offset) {
+  return __shfl_down_sync(kFullMask, v, offset);
+}
+__device__ __forceinline__ float2 shfl_down(float2 v, int offset) {
+  return make_float2(__shfl_down_sync(kFullMask, v.x, offset),
+                     __shfl_down_sync(kFullMask, v.y, offset));
+}
 __device__ __forceinline__ float4 shfl_down(float4 v, int offset) {
   return make_float4(__shfl_down_sync(kFullMask, v.x, offset),
                      __shfl_down_sync(kFullMask, v.y, offset),
                      __shfl_down_sync(kFullMask, v.z, offset),
                      __shfl_down_sync(kFullMask, v.w, offset));
+}
+__device__ __forceinline__ float shfl_first(float v) { return __shfl_sync(kFullMask, v, 0); }
+__device__ __forceinline__ float2 shfl_first(float2 v) {
+  return make_float2(__shfl_sync(kFullMask, v.x, 0), __shfl_sync(kFullMask, v.y, 0));
 }
 __device__ __forceinline__ float4 shfl_first(float4 v) {
   return make_float4(__shfl_sync(kFullMask, v.x, 0), __shfl_sync(kFullMask, v.y, 0),
@@ -281,6 +293,8 @@ __device__ __forceinline__ float4 shfl_first(float4 v) {
 }
 
 struct SumMerge {
+  __device__ float operator()(float a, float b) const { return a + b; }
+  __device__ float2 operator()(float2 a, float2 b) const { return make_float2(a.x + b.x, a.y + b.y); }
   __device__ float4 operator()(float4 a, float4 b) const {
     return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
   }
@@ -293,19 +307,20 @@ struct ChanMerge {
   }
 };
 
-// Shared memory of one group's reductions: [parity][warp].
+// Shared memory of one group's reductions of values of type V: [parity][warp].
 constexpr int kMaxGroupWarps = 16;
-using GroupScratch = float4[2][kMaxGroupWarps];
+template <class V>
+using GroupScratch = V[2][kMaxGroupWarps];
 
-// Reduces v over the group in a fixed order (lanes pairwise, then warps in order) and returns
-// the result to every thread of the group. Two scratch buffers alternate (`parity`), so one
-// barrier per reduction suffices: a buffer is written again only after every thread of the
-// group has passed the next reduction's barrier, hence finished reading it. Every call is a
-// barrier of the group (a warp barrier for a one-warp group): memory the group's threads
-// accessed before it is ordered before what they access after it.
-template <class Merge>
-__device__ __forceinline__ float4 group_reduce(float4 v, const Group& g, GroupScratch& scratch,
-                                               int& parity, Merge merge) {
+// Reduces v (float, float2 or float4) over the group in a fixed order (lanes pairwise, then
+// warps in order) and returns the result to every thread of the group. Two scratch buffers
+// alternate (`parity`), so one barrier per reduction suffices: a buffer is written again only
+// after every thread of the group has passed the next reduction's barrier, hence finished
+// reading it. Every call is a barrier of the group (a warp barrier for a one-warp group):
+// memory the group's threads accessed before it is ordered before what they access after it.
+template <class V, class Merge>
+__device__ __forceinline__ V group_reduce(V v, const Group& g, GroupScratch<V>& scratch, int& parity,
+                                          Merge merge) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) v = merge(v, shfl_down(v, offset));
   v = shfl_first(v);
@@ -316,7 +331,7 @@ __device__ __forceinline__ float4 group_reduce(float4 v, const Group& g, GroupSc
   }
   if ((g.thread & 31) == 0) scratch[parity][g.thread / 32] = v;
   group_barrier(g);
-  float4 r = scratch[parity][0];
+  V r = scratch[parity][0];
   for (int w = 1; w < warps; ++w) r = merge(r, scratch[parity][w]);
   parity ^= 1;
   return r;

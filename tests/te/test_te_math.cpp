@@ -3,6 +3,7 @@
 // the kernels' thread layout (chunk k -> thread k mod T, kCeUnroll chunks per step, the warp's
 // shfl_down tree then warps in order, ranks in order) and compare with float64 references.
 // What they cannot check: the CUDA code around this math (loads, stores, barriers, launches).
+#include "ce_math.hpp"
 #include "ce_plan.hpp"
 #include "norm_plan.hpp"
 #include "te_math.hpp"
@@ -63,25 +64,50 @@ CeState kernel_row_stats(const std::vector<float>& z, int threads, bool smoothin
 }
 
 // The statistics the slice kernels (Stats and Fused alike) compute for one row: slice s holds
-// chunks [s S, (s + 1) S); in a slice, chunk i belongs to thread i mod T, added in increasing
-// i; block_merge over the slice's threads; then the slices merged in rank order.
-template <int VEC>
-CeState slice_row_stats(const std::vector<float>& z, const CePlan& plan, bool smoothing) {
+// chunks [s S, (s + 1) S); in a slice, thread t folds its groups g = 0, 1, ... (chunks
+// g 4T + u T + t, u = 0..3, elements past the row -inf) with ce_run_add, and its argmax is the
+// first element equal to its max in the first group that reached it; block_merge over the
+// slice's threads; then the slices merged in rank order.
+template <int VEC, bool kSmoothing>
+CeState slice_row_stats(const std::vector<float>& z, const CePlan& plan) {
+  constexpr int N = kCeSliceUnroll * VEC;
   const int64_t columns = static_cast<int64_t>(z.size());
   const int T = plan.slice_threads;
+  const int64_t group_chunks = int64_t{T} * kCeSliceUnroll;
   CeState row = ce_state_init();
   for (int s = 0; s < plan.cluster; ++s) {
     const int64_t first = int64_t{s} * plan.slice_chunks;
     const int64_t n = std::max<int64_t>(0, std::min<int64_t>(plan.slice_chunks, plan.chunks - first));
     std::vector<CeState> state(static_cast<size_t>(T), ce_state_init());
-    for (int tid = 0; tid < T; ++tid)
-      for (int64_t i = tid; i < n; i += T) {
-        const int64_t k = first + i;
-        float v[VEC];
-        for (int e = 0; e < VEC; ++e) v[e] = k * VEC + e < columns ? z[k * VEC + e] : -kInf;
-        const int valid = static_cast<int>(std::min<int64_t>(VEC, columns - k * VEC));
-        ce_accumulate(state[tid], v, k * VEC, valid, smoothing);
+    for (int tid = 0; tid < T; ++tid) {
+      // Column of element k of group g of this thread.
+      auto column = [&](int64_t g, int k) {
+        return (first + g * group_chunks + int64_t{k / VEC} * T + tid) * VEC + k % VEC;
+      };
+      auto group_values = [&](int64_t g, float (&v)[N], bool (&in_row)[N]) {
+        for (int k = 0; k < N; ++k) {
+          const int64_t col = column(g, k);
+          // In the slice (chunk < n) and in the row: the slice kernels stage the rest as -inf.
+          in_row[k] = (col / VEC - first) < n && col < columns;
+          v[k] = in_row[k] ? z[static_cast<size_t>(col)] : -kInf;
+        }
+      };
+      CeRun run = ce_run_init();
+      for (int64_t g = 0; g * group_chunks < n; ++g) {
+        float v[N];
+        bool in_row[N];
+        group_values(g, v, in_row);
+        ce_run_add<kSmoothing>(run, v, static_cast<int>(g), in_row);
       }
+      CeState st{run.max, run.sum_exp, run.sum_logits, kNoArgmax};
+      if (run.group >= 0) {
+        float v[N];
+        bool in_row[N];
+        group_values(run.group, v, in_row);
+        st.argmax = column(run.group, ce_first_equal(v, run.max));
+      }
+      state[static_cast<size_t>(tid)] = st;
+    }
     const CeState block = block_merge(state);
     row = s == 0 ? block : ce_merge(row, block);
   }
@@ -99,7 +125,8 @@ CeState row_stats(const std::vector<float>& z, DLDataType dtype, bool smoothing)
   p.tp_size = 1;
   const CePlan plan = ce_plan(p);
   if (plan.slices)
-    return plan.vec == 8 ? slice_row_stats<8>(z, plan, smoothing) : slice_row_stats<4>(z, plan, smoothing);
+    return plan.vec == 8 ? (smoothing ? slice_row_stats<8, true>(z, plan) : slice_row_stats<8, false>(z, plan))
+                         : (smoothing ? slice_row_stats<4, true>(z, plan) : slice_row_stats<4, false>(z, plan));
   if (plan.vec == 8) return kernel_row_stats<8>(z, plan.stats_threads, smoothing);
   return kernel_row_stats<4>(z, plan.stats_threads, smoothing);
 }
@@ -210,6 +237,32 @@ TEST_CASE("ce: ignored rows have loss 0 and an lse; unowned labels use the max (
   const Reference ref = reference(z, 300, 0, false);  // label == V: nobody owns it
   CHECK(std::fabs(unowned.loss - ref.loss) < 1e-5);
   CHECK(unowned.loss == doctest::Approx(unowned.lse - st.max).epsilon(1e-6));
+}
+
+// The slice kernels remember only the group (4 chunks a thread loads together) that first
+// reached the max and find the element afterwards: ties inside one thread's group, across its
+// groups and a later, larger max must still give the lowest column.
+TEST_CASE("ce: slice argmax per group (bf16 V = 131072: T = 256, groups of chunks t + 256 u)") {
+  std::mt19937 rng(11);
+  std::vector<float> z = random_row(rng, 131072, -6, 6);
+  const auto col = [](int64_t group, int64_t u, int64_t t, int64_t k) {
+    return ((group * 4 + u) * 256 + t) * 8 + k;
+  };
+  // Thread 3 of slice 0: the max in group 0 at chunks u = 2 and u = 0, and in group 1.
+  for (int64_t j : {col(0, 2, 3, 1), col(0, 0, 3, 6), col(1, 0, 3, 0)}) z[static_cast<size_t>(j)] = 9.0f;
+  CHECK(row_stats(z, DLDataType{kDLBfloat, 16, 1}, false).argmax == col(0, 0, 3, 6));
+  // A larger max in a later group of another thread, then the same value earlier in its chunk.
+  z[static_cast<size_t>(col(2, 3, 200, 5))] = 10.0f;
+  CHECK(row_stats(z, DLDataType{kDLBfloat, 16, 1}, false).argmax == col(2, 3, 200, 5));
+  z[static_cast<size_t>(col(2, 3, 200, 4))] = 10.0f;
+  z[static_cast<size_t>(col(3, 1, 200, 7))] = 10.0f;
+  CHECK(row_stats(z, DLDataType{kDLBfloat, 16, 1}, false).argmax == col(2, 3, 200, 4));
+  // In the last slice, and a NaN next to it: NaN never becomes the max.
+  z[131071] = 11.0f;
+  z[131070] = std::numeric_limits<float>::quiet_NaN();
+  const CeState st = row_stats(z, DLDataType{kDLBfloat, 16, 1}, false);
+  CHECK(st.argmax == 131071);
+  CHECK(std::isnan(st.sum_exp));
 }
 
 TEST_CASE("ce: argmax is the lowest id of the max, across threads, chunks and ranks") {
