@@ -78,6 +78,13 @@ void require_usable_device() {
                                    "); this build of liger carries sm_90 code only");
 }
 
+int multiprocessor_count(int device) {
+  int count = 0;
+  check_cuda(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device),
+             "cudaDeviceGetAttribute(cudaDevAttrMultiProcessorCount)");
+  return count;
+}
+
 DeviceGuard::DeviceGuard(int device) {
   check_cuda(cudaGetDevice(&previous_), "cudaGetDevice");
   if (previous_ != device) {

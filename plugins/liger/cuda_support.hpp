@@ -26,6 +26,10 @@ void check_cuda(cudaError_t error, const std::string& what);
 // visible.
 void require_usable_device();
 
+// The SM count of `device` (sizes the persistent grids of the norm ring kernels); throws as
+// check_cuda.
+int multiprocessor_count(int device);
+
 // Makes `device` current for the scope of a call and restores the previous one. Clears a
 // pending (non-sticky) error of an earlier call so that launch checks report this call's own.
 class DeviceGuard {

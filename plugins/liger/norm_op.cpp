@@ -62,6 +62,7 @@ void norm_forward(const sy_norm_forward_args& args, const Options& options) {
                            args.y});
   k.threads = norm_forward_threads(p.hidden);  // the row in registers up to H = 16384
   DeviceGuard device(p.device.device_id);
+  k.sm_count = multiprocessor_count(p.device.device_id);
   check_cuda(launch_norm_forward(k, static_cast<cudaStream_t>(args.stream)),
              std::string("launching the ") + norm_kind_name(p.kind) + " forward kernel");
 }
@@ -104,6 +105,7 @@ void norm_backward(const sy_norm_backward_args& args, const Options& options) {
   k.threads = norm_backward_threads(p.hidden);  // 1-2 chunks a thread, <= 512 threads, up to H = 8192
 
   DeviceGuard device(p.device.device_id);
+  k.sm_count = multiprocessor_count(p.device.device_id);
   cudaStream_t stream = static_cast<cudaStream_t>(args.stream);
   check_cuda(launch_norm_backward(k, stream),
              std::string("launching the ") + norm_kind_name(p.kind) + " backward kernel");

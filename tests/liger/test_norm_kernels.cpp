@@ -1,9 +1,10 @@
-// liger's norm kernels (plugins/liger/kernels/norm_device.cuh, dispatch included) executed by
-// the block emulator and checked against the conformance suite's float64 reference with its
-// tolerances: LayerNorm/RMSNorm/L2Norm, every flag, dtype mixes, hidden sizes that give one,
-// several and partial chunks per thread, more than one backward block, strided and unaligned
-// rows (bit-identical), in-place dx, and the llama casting mode.
-#include "kernels/norm_device.cuh"
+// liger's norm kernels (plugins/liger/kernels/norm_dispatch.cuh and the kernels it picks)
+// executed by the block emulator and checked against the conformance suite's float64 reference
+// with its tolerances: LayerNorm/RMSNorm/L2Norm, every flag, dtype mixes, hidden sizes that give
+// one, several and partial chunks per thread, more than one backward block, strided and
+// unaligned rows (bit-identical), in-place dx, the llama casting mode, and the ring kernels
+// (rows through shared memory by emulated bulk copies) bit-identical to the register kernels.
+#include "kernels/norm_dispatch.cuh"
 #include "kernels/norm_geometry.hpp"
 
 #include "block_emulator.hpp"
@@ -18,6 +19,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -60,6 +62,9 @@ struct NormCase {
   bool dx_over_dy = false;
   int64_t pad = 0;
   int64_t misalign = 0;
+  // SMs the ring kernels size their grid for (1: few blocks, each walking many rows through
+  // its ring); 0 keeps every launch on the register kernels.
+  int sm_count = 1;
   uint64_t seed = 3;
 
   bool layer() const { return kind == SY_NORM_LAYER; }
@@ -72,7 +77,8 @@ struct NormCase {
            dt_name(w) + " gw=" + dt_name(gw) + " N=" + std::to_string(rows) +
            " H=" + std::to_string(hidden) + " flags=" + std::to_string(flags) +
            (bias ? "" : " no-bias") + (llama ? " llama" : "") + (dx_over_dy ? " dx=dy" : "") +
-           " pad=" + std::to_string(pad) + " misalign=" + std::to_string(misalign);
+           " pad=" + std::to_string(pad) + " misalign=" + std::to_string(misalign) +
+           " sm_count=" + std::to_string(sm_count);
   }
 };
 
@@ -147,6 +153,20 @@ std::vector<double> doubles(const std::vector<float>& v) { return {v.begin(), v.
 
 struct NormOutputs {
   std::vector<double> y, residual_out, mean, rstd, dx, dgamma, dbeta;
+  // Whether the forward / backward launched a ring kernel (the only ones with dynamic shared
+  // memory on H <= 8192).
+  bool forward_ring = false, backward_ring = false;
+};
+
+// The emulator's launch, noting the dynamic shared memory the kernel asked for.
+struct NotingLaunch {
+  std::size_t* shared;
+  template <class... Params, class... Args>
+  void operator()(unsigned blocks, int threads, std::size_t shared_bytes,
+                  void (*kernel)(Params...), Args&&... args) const {
+    *shared = shared_bytes;
+    liger_emu::Launch{}(blocks, threads, shared_bytes, kernel, std::forward<Args>(args)...);
+  }
 };
 
 // Forward and backward of one case; backward from the reference's h/y and statistics, as the
@@ -209,9 +229,12 @@ NormOutputs run_case(const NormCase& c) {
   f.aligned = x.aligned() && res.aligned() && res_out.aligned() && y.aligned() &&
               gamma.aligned() && beta.aligned();
   f.threads = lg::norm_forward_threads(h);
-  lg::dispatch_norm_forward(liger_emu::Launch{}, f);
+  f.sm_count = c.sm_count;
+  std::size_t forward_shared = 0;
+  lg::dispatch_norm_forward(NotingLaunch{&forward_shared}, f);
 
   NormOutputs out;
+  out.forward_ring = h <= 16384 && forward_shared > 0;
   out.y = y.values();
   out.rstd = doubles(rstd);
   const bool exact_y = !(c.llama && c.kind == SY_NORM_RMS && c.x != c.y);
@@ -280,7 +303,10 @@ NormOutputs run_case(const NormCase& c) {
   b.aligned = dy.aligned() && x_or_y.aligned() && d_res.aligned() && dx.aligned() &&
               gamma.aligned() && beta.aligned();
   b.threads = lg::norm_backward_threads(h);
-  lg::dispatch_norm_backward(liger_emu::Launch{}, b);
+  b.sm_count = c.sm_count;
+  std::size_t backward_shared = 0;
+  lg::dispatch_norm_backward(NotingLaunch{&backward_shared}, b);
+  out.backward_ring = h <= 8192 && backward_shared > 0;
   if (c.gamma())
     lg::dispatch_norm_weight_grad(liger_emu::Launch{}, partial_g.data(), blocks, h,
                                   dgamma.data(), c.gw, accumulate);
@@ -354,12 +380,14 @@ TEST_CASE("norms: every kernel path (register forward with 1, 2 and 4 chunks a t
           "re-reading one; register backward of 1 and 2 chunks a thread, one dtype or mixed, and "
           "the shared-memory one)") {
   // H -> forward chunks a thread / backward path: 520 -> 3 (the K = 4 kernel with idle chunk
-  // slots) / 96 threads; 4104 -> 288 threads x 2 chunks (idle slots); 8192 -> 4 / 512 threads x
-  // 2 chunks; 8200 -> 4 / shared memory; 16392 -> the re-reading forward.
+  // slots) / 64 threads x 2 chunks; 4104 -> 288 threads x 2 chunks (idle slots); 8192 -> 4 /
+  // 512 threads x 2 chunks; 8200 -> 4 / shared memory; 16392 -> the re-reading forward. Aligned
+  // 16-bit rows run on the ring kernels, the others (H = 8200, float32 x) on the register ones.
   CHECK(lg::norm_forward_threads(4096) == 128);
   CHECK(lg::norm_forward_threads(8192) == 256);
-  CHECK(lg::norm_backward_threads(4096) == 512);
+  CHECK(lg::norm_backward_threads(4096) == 256);
   CHECK(lg::norm_backward_threads(8192) == 512);
+  CHECK(lg::norm_backward_threads(200) == 32);  // 25 chunks: one each
   CHECK(lg::norm_backward_threads(4104) == 288);  // 514 chunks: two a thread, idle slots
   CHECK(lg::norm_backward_threads(8200) == lg::row_threads(8200));
   for (sy_norm_kind kind : kKinds) {
@@ -417,9 +445,13 @@ TEST_CASE("norms: strided and unaligned rows give the same bits as aligned ones"
     const uint32_t flags = SY_NORM_RESIDUAL | SY_NORM_ZERO_CENTERED_GAMMA;
     NormCase c = make(kind, Dt::BF16, 5, 4096, flags);
     const NormOutputs aligned = run_case(c);
+    CHECK(aligned.forward_ring);
+    CHECK(aligned.backward_ring);
     c.pad = 3;
     c.misalign = 2;
     const NormOutputs shifted = run_case(c);
+    CHECK_FALSE(shifted.forward_ring);
+    CHECK_FALSE(shifted.backward_ring);
     CHECK(aligned.y == shifted.y);
     CHECK(aligned.residual_out == shifted.residual_out);
     CHECK(aligned.rstd == shifted.rstd);
@@ -439,4 +471,72 @@ TEST_CASE("norms: llama casting stays within the reference's tolerance when y ha
     const NormOutputs gemma = run_case(c);
     if (dtype == Dt::F32) CHECK(llama.y == gemma.y);  // nothing to round x-hat to
   }
+}
+
+TEST_CASE("norms: the ring kernels give the register kernels' bits (many rows a block, stage "
+          "reuse, several 32-row partials a block, a short last partial)") {
+  // sm_count 1: H = 64 -> 16 forward / backward blocks of 32 threads with 8-stage rings; 1024 ->
+  // 16 32-thread forward blocks with 4 chunks (K = 4), 64-thread backward blocks; 4096 -> 8
+  // forward blocks of 128 threads (3 stages), 4 RMS / 2 LN backward blocks of 256 threads; 8192
+  // -> 4 forward blocks, 2 RMS / 1 LN backward blocks of 512 threads x 2 chunks. Rows: several per block and more than 32 per
+  // backward block where the emulator's time allows.
+  struct Shape {
+    int64_t hidden, rows;
+  };
+  for (const Shape shape : {Shape{64, 300}, Shape{1024, 150}, Shape{4096, 70}, Shape{8192, 35}}) {
+    for (sy_norm_kind kind : kKinds) {
+      for (uint32_t flags : {0u, uint32_t{SY_NORM_RESIDUAL | SY_NORM_ZERO_CENTERED_GAMMA}}) {
+        NormCase c = make(kind, Dt::BF16, shape.rows, shape.hidden, flags);
+        c.dx_over_dy = shape.hidden == 4096;
+        const NormOutputs ring = run_case(c);
+        c.sm_count = 0;
+        const NormOutputs registers = run_case(c);
+        CHECK(ring.forward_ring);
+        CHECK(ring.backward_ring);
+        CHECK_FALSE(registers.forward_ring);
+        CHECK_FALSE(registers.backward_ring);
+        CHECK(ring.y == registers.y);
+        CHECK(ring.residual_out == registers.residual_out);
+        CHECK(ring.rstd == registers.rstd);
+        CHECK(ring.mean == registers.mean);
+        CHECK(ring.dx == registers.dx);
+        CHECK(ring.dgamma == registers.dgamma);
+        CHECK(ring.dbeta == registers.dbeta);
+      }
+    }
+  }
+  // The other compile-time forms: f16, RMSNorm with llama casting, LayerNorm and L2 with
+  // residual and dx over dy, on 3 SMs.
+  for (sy_norm_kind kind : kKinds) {
+    for (bool llama : {false, true}) {
+      if (llama && kind != SY_NORM_RMS) continue;
+      NormCase c = make(kind, Dt::F16, 40, 512, SY_NORM_RESIDUAL);
+      c.llama = llama;
+      c.dx_over_dy = true;
+      c.sm_count = 3;
+      const NormOutputs ring = run_case(c);
+      c.sm_count = 0;
+      const NormOutputs registers = run_case(c);
+      CHECK(ring.forward_ring);
+      CHECK(ring.backward_ring);
+      CHECK(ring.y == registers.y);
+      CHECK(ring.residual_out == registers.residual_out);
+      CHECK(ring.rstd == registers.rstd);
+      CHECK(ring.dx == registers.dx);
+      CHECK(ring.dgamma == registers.dgamma);
+      CHECK(ring.dbeta == registers.dbeta);
+    }
+  }
+  // What the ring kernels leave to the register kernels: gamma of another dtype than the rows,
+  // y of another dtype, memory-efficient mode.
+  NormCase c = make(SY_NORM_LAYER, Dt::F16, 40, 512, SY_NORM_MEMORY_EFFICIENT);
+  c.w = c.gw = Dt::F32;
+  c.sm_count = 3;
+  const NormOutputs mixed = run_case(c);
+  CHECK_FALSE(mixed.forward_ring);
+  CHECK_FALSE(mixed.backward_ring);
+  c = make(SY_NORM_RMS, Dt::BF16, 40, 512, 0);
+  c.y = Dt::F32;
+  c.sm_count = 3;
+  CHECK_FALSE(run_case(c).forward_ring);
 }

@@ -140,6 +140,7 @@ struct NormForwardArgs {
   float* rstd = nullptr;
   bool aligned = false;
   int threads = 32;
+  int sm_count = 0;  // the device's SMs: sizes the ring kernels' grid (0: register kernels only)
 };
 
 struct NormBackwardArgs {
@@ -169,6 +170,7 @@ struct NormBackwardArgs {
   float* dbias_partial = nullptr;    // [blocks, hidden] or NULL: no dbeta wanted
   bool aligned = false;
   int threads = 32;
+  int sm_count = 0;  // the device's SMs: sizes the ring kernels' grid (0: register kernels only)
 };
 
 // Chunks each thread of a row block owns.

@@ -36,16 +36,88 @@ inline int norm_forward_threads(int64_t hidden) {
   return static_cast<int>(threads);
 }
 
-// Backward threads per row block (register path, H <= 8192): one chunk per thread up to 512
-// chunks (H = 4096 -> 512), else two (H = 8192 -> 512 x 2). Wider rows: row_threads(H) (the
+// Backward threads per row block (register path, H <= 8192): two chunks per thread (H = 4096 ->
+// 256 threads, 8192 -> 512; at most 32 chunks: one each, 32 threads), so that two 256-thread
+// blocks of up to 128 registers share an SM at H = 4096. Wider rows: row_threads(H) (the
 // shared-memory path, whose shared size norm_backward_shared_bytes computes from row_threads).
 inline int norm_backward_threads(int64_t hidden) {
   const int64_t chunks = norm_chunks(hidden);
-  if (chunks <= kNormBackwardMaxThreads) return static_cast<int>(round_up_to_warps(chunks));
   const int64_t per = kNormBackwardChunksPerThread;
   if (chunks <= kNormBackwardMaxThreads * per)
     return static_cast<int>(round_up_to_warps((chunks + per - 1) / per));
   return row_threads(hidden);
+}
+
+// ---- the ring kernels (rows streamed through shared memory by bulk copies) ------------------
+// Which columns a thread owns and the order of every sum are the register kernels' (the
+// threads above); the ring changes only where a row comes from and how many rows a block has in
+// flight, so its results are bit-identical to the register kernels'. Its plan (stages, blocks
+// per SM) depends on the rows' byte sizes and the SM count, never on the data: scheduling only.
+
+constexpr int kRingMaxStages = 8;
+// A stage is refilled one row after it was consumed (a row's data may be read until its last
+// pass), so 3 stages are the least that keep a row in flight while one is reduced.
+constexpr int kRingMinStages = 3;
+// Hopper: 228 KB of shared memory per SM, of which a block uses its dynamic bytes, its static
+// bytes (scratch and barriers, < 1 KB) and 1 KB reserved by the system.
+constexpr int64_t kRingSharedPerSm = 228 * 1024;
+constexpr int64_t kRingBlockOverhead = 2 * 1024;
+constexpr int kRingMaxBlocksPerSm = 16;
+// Streamed rows start on 128-byte boundaries of a stage (bulk copies need 16).
+constexpr int64_t kRingRowAlign = 128;
+// Launch bounds of the ring kernels: blocks of at most kMaxRowThreads = 512 threads, at least
+// this many of them per SM, hence a register cap of 65536 / (512 x min blocks). With every
+// branch of the row math resolved at compile time (norm_device.cuh's RingForm) and the row kept
+// as raw 16-bit words, the forward fits 64 registers for up to four chunks a thread (H = 4096:
+// 8 blocks of 128 threads per SM), and so does the backward without dbeta (RMS, L2); the
+// LayerNorm backward keeps dgamma and dbeta column sums of two chunks in registers: 128.
+constexpr int kRingForwardMinBlocks = 2;
+constexpr int ring_backward_min_blocks(NormKind kind) { return kind == NormKind::Layer ? 1 : 2; }
+
+// How a ring kernel lays out and launches: `stages` stages of `stage_bytes`, each receiving
+// `bytes` (streamed row i, of row_bytes[i] bytes, at `offset[i]`); `blocks_per_sm` blocks per SM. stages == 0: the
+// rows do not qualify (alignment, size) or do not fit; the register kernels run instead.
+struct RingPlan {
+  int stages = 0;
+  int blocks_per_sm = 0;
+  int64_t stage_bytes = 0;
+  int64_t offset[3] = {0, 0, 0};
+  uint32_t row_bytes[3] = {0, 0, 0};
+  uint32_t bytes = 0;
+  int64_t shared_bytes() const { return stages * stage_bytes; }
+};
+
+// A plan for streaming rows of row_bytes[i] bytes each (0: that tensor is absent) with
+// blocks of `threads` threads, at most `threads_per_sm` resident per SM. Every row must be a
+// bulk-copyable size (a multiple of 16 bytes); the caller checks the addresses.
+inline RingPlan ring_plan(const int64_t (&row_bytes)[3], int threads, int threads_per_sm) {
+  RingPlan plan;
+  int64_t stage = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (row_bytes[i] == 0) continue;
+    if (row_bytes[i] % 16 != 0) return RingPlan{};
+    plan.offset[i] = stage;
+    plan.row_bytes[i] = static_cast<uint32_t>(row_bytes[i]);
+    stage += (row_bytes[i] + kRingRowAlign - 1) / kRingRowAlign * kRingRowAlign;
+    plan.bytes += static_cast<uint32_t>(row_bytes[i]);
+  }
+  if (stage == 0 || threads <= 0) return RingPlan{};
+  int blocks = threads_per_sm / threads;
+  if (blocks > kRingMaxBlocksPerSm) blocks = kRingMaxBlocksPerSm;
+  // Fewer blocks with deeper rings rather than more blocks than the shared memory can feed.
+  for (; blocks >= 1; --blocks) {
+    int64_t per_block = kRingSharedPerSm / blocks - kRingBlockOverhead;
+    if (per_block > kMaxDynamicSharedBytes) per_block = kMaxDynamicSharedBytes;
+    int64_t stages = per_block / stage;
+    if (stages > kRingMaxStages) stages = kRingMaxStages;
+    if (stages >= kRingMinStages) {
+      plan.stages = static_cast<int>(stages);
+      plan.blocks_per_sm = blocks;
+      plan.stage_bytes = stage;
+      return plan;
+    }
+  }
+  return RingPlan{};
 }
 
 }  // namespace switchyard::liger
