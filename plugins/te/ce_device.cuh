@@ -4,6 +4,7 @@
 #ifndef SWITCHYARD_TE_CE_DEVICE_CUH
 #define SWITCHYARD_TE_CE_DEVICE_CUH
 
+#include "ce_math.hpp"
 #include "kernel_args.hpp"
 #include "te_device.cuh"
 #include "te_math.hpp"
@@ -37,8 +38,21 @@ __device__ __forceinline__ void load_chunk(Pack<D, chunk_elements<D>()>& pk,
 template <DType D>
 __device__ __forceinline__ void unpack(const Pack<D, chunk_elements<D>()>& pk,
                                        float (&v)[chunk_elements<D>()]) {
+  if constexpr (D == DType::BF16) {
+    // A bf16 is the high half of its fp32: per 32-bit word of two, the low element is the
+    // word shifted up and the high one the word masked, one instruction each (converting
+    // each 16-bit element alone costs a zero-extension and a shift). The same values.
+    uint32_t w[chunk_elements<D>() / 2];
+    memcpy(w, &pk, sizeof w);
 #pragma unroll
-  for (int e = 0; e < chunk_elements<D>(); ++e) v[e] = DT<D>::to_float(pk.r[e]);
+    for (int k = 0; k < chunk_elements<D>() / 2; ++k) {
+      v[2 * k] = __uint_as_float(w[k] << 16);
+      v[2 * k + 1] = __uint_as_float(w[k] & 0xffff0000u);
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < chunk_elements<D>(); ++e) v[e] = DT<D>::to_float(pk.r[e]);
+  }
 }
 
 __device__ __forceinline__ int valid_in_chunk(int64_t k, int vec, int64_t columns) {
@@ -139,6 +153,54 @@ __device__ __forceinline__ void store_grad_chunk(typename DT<G>::raw* out, int64
     for (int e = 0; e < VEC; ++e)
       if (col0 + e < columns) out[col0 + e] = pk.r[e];
   }
+}
+
+// Two gradient elements rounded to a 16-bit grad dtype and packed into one word (lo in the
+// low half): one cvt.rn.{bf16x2,f16x2}.f32 instead of two conversions and a merge. Each
+// half is rounded exactly as DT<G>::from_float rounds it.
+template <DType G>
+__device__ __forceinline__ uint32_t pack_grad2(float lo, float hi) {
+  static_assert(G != DType::F32, "16-bit grad dtypes only");
+  uint32_t w;
+  if constexpr (G == DType::BF16) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    memcpy(&w, &h, 4);
+  } else {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    memcpy(&w, &h, 4);
+  }
+  return w;
+}
+
+// The gradient of a whole chunk at a pack-aligned `out`, every element with q = q_other (the
+// label's element is stored again afterwards by its thread: store_grad_target), as one
+// streaming vector store (16 bytes, 32 for f32 grads of 16-bit logits, 8 for 16-bit grads of
+// f32 logits). No column or alignment test: the caller knows the chunk is whole and aligned.
+template <DType G, bool kSmoothing, int VEC>
+__device__ __forceinline__ void store_grad_whole(typename DT<G>::raw* out, const float (&v)[VEC],
+                                                 const GradRow& r) {
+  float d[VEC];
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) d[e] = ce_grad_other<kSmoothing>(v[e], r.neg_lse_log2e, r.g, r.q_other);
+  Pack<G, VEC> pk;
+  if constexpr (G == DType::F32) {
+    memcpy(&pk, d, sizeof d);
+  } else {
+    uint32_t w[VEC / 2];
+#pragma unroll
+    for (int e = 0; e < VEC / 2; ++e) w[e] = pack_grad2<G>(d[2 * e], d[2 * e + 1]);
+    memcpy(&pk, w, sizeof w);
+  }
+  store_pack<Cache::Streaming>(out, pk);
+}
+
+// The label's gradient element, g (p - q_target), at column `col` of the grad row, from its
+// logit z: stored after (same thread, same address, so program order makes it the final
+// value) the q_other value its chunk was written with.
+template <DType G>
+__device__ __forceinline__ void store_grad_target(typename DT<G>::raw* out, int64_t col, float z,
+                                                  const GradRow& r) {
+  out[col] = DT<G>::from_float(ce_grad_value(z, r.neg_lse_log2e, r.g, r.q_target));
 }
 
 // Zeros for chunks [first, first + count) of a gradient row, each thread taking chunks

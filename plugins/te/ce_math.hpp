@@ -78,6 +78,19 @@ TE_UNROLL
   }
 }
 
+// One gradient element g (p - q), p = exp(z - lse), before its single rounding: te_math.hpp's
+// ce_grad_value with q known to be 0 at compile time when there is no smoothing (every column
+// but the label's, whose q_target = 1 the kernels store separately). Then g (p - 0) = g p
+// exactly (p is never -0), so the subtraction is left out: one FFMA, one ex2, one FMUL.
+template <bool kSmoothing>
+TE_HD float ce_grad_other(float z, float neg_lse_log2e, float g, float q_other) {
+  const float p = fast_exp2(fmaf(z, kLog2e, neg_lse_log2e));
+  if constexpr (kSmoothing)
+    return g * (p - q_other);
+  else
+    return g * p;
+}
+
 // The first of N logits equal to `max` (N when none): the argmax inside the recorded group.
 template <int N>
 TE_HD int ce_first_equal(const float (&v)[N], float max) {

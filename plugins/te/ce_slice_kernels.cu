@@ -11,6 +11,11 @@
 //   Grad   backward (and pass 2 of tp_size > 1 grad in forward): no cluster; each block
 //          writes its slice's gradient as the pieces of the slice land
 //
+// Gradient (Fused and Grad): whole pieces of a vector-aligned grad row are written without a
+// test per chunk (q = q_other everywhere; with smoothing off q_other = 0 and no subtraction is
+// compiled), the rest chunk by chunk with guards; then the thread that wrote the label's chunk
+// stores the label's element again with q_target. Every element has ce_grad_value's bits.
+//
 // Statistics order, fixed by (vocab_local, dtype) alone: in slice s, thread t folds its groups
 // g = 0, 1, ... (chunks g 4T + u T + t, u = 0..3, the chunks past the slice -inf) with
 // ce_math.hpp's ce_run_add (one max tree, one rescale, FFMA + ex2 per element, one add tree a
@@ -239,7 +244,31 @@ __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeSliceBlocksPerSm)
   } else {
     const float lse = M == SliceMode::Grad ? a.lse_in[row] : shared_lse;
     const GradRow r = grad_row(a, a.row_scale[row], lse, lab);
-    for (int c0 = 0; c0 < n; c0 += piece_chunks) {
+    // Whole pieces (every chunk of the piece inside the row, a grad row aligned for vector
+    // stores; for bf16 V = 131072 all of them): per element one FFMA, one ex2, one FMUL, per
+    // two elements one cvt, per chunk one shared load and one streaming vector store, and no
+    // test per chunk. The label's element is written separately, below.
+    const int fast = store_vector ? elements / VEC / piece_chunks * piece_chunks : 0;
+    graw* const mine = out + (first + tid) * VEC;  // this thread's chunk of each group
+    const int64_t step = int64_t{T} * VEC;          // from one of its chunks to the next
+    for (int c0 = 0; c0 < fast; c0 += piece_chunks) {
+      if (M == SliceMode::Grad && c0 < whole) cuda::mbarrier_wait(&piece_done[c0 / piece_chunks], 0);
+      Chunk pk[kCeSliceUnroll];
+#pragma unroll
+      for (int u = 0; u < kCeSliceUnroll; ++u) memcpy(&pk[u], &slice[c0 + u * T + tid], 16);
+      graw* const o = mine + int64_t{c0} * VEC;
+#pragma unroll
+      for (int u = 0; u < kCeSliceUnroll; ++u) {
+        float v[VEC];
+        unpack(pk[u], v);
+        store_grad_whole<G, kSmoothing>(o + u * step, v, r);
+      }
+    }
+    // The rest (the row's last piece when it is partial, or a grad row that is not aligned
+    // for vectors): chunk by chunk, each tested against the slice and the row.
+    GradRow rest = r;
+    rest.target_col = -1;  // the label's element is written below in every case
+    for (int c0 = fast; c0 < n; c0 += piece_chunks) {
       if (M == SliceMode::Grad && c0 < whole)
         cuda::mbarrier_wait(&piece_done[c0 / piece_chunks], 0);
       Chunk pk[kCeSliceUnroll];
@@ -254,10 +283,15 @@ __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeSliceBlocksPerSm)
         if (i < n) {
           float v[VEC];
           unpack(pk[u], v);
-          store_grad_chunk<G>(out, first + i, v, r, a.vocab_local, store_vector);
+          store_grad_chunk<G>(out, first + i, v, rest, a.vocab_local, store_vector);
         }
       }
     }
+    // The label's element, by the thread that wrote its chunk (it has waited on the chunk's
+    // piece, and its own earlier store to the address precedes this one): g (p - q_target).
+    const int64_t at = lab.local_col - col_first;
+    if (lab.local_col >= 0 && at >= 0 && at < elements && (at / VEC) % T == tid)
+      store_grad_target<G>(out, lab.local_col, DT<D>::to_float(staged[at]), r);
   }
   if (M == SliceMode::Fused && cluster > 1) cluster_wait();
 }
@@ -378,10 +412,14 @@ void fused_for(const CeKernelArgs& a, int threads, int device, void* stream) {
   launch_variant<D, G, SliceMode::Fused>(a, threads, device, stream);
 }
 
-// The gradient needs neither flag: one variant.
+// The gradient does not need the argmax; smoothing is a flag so that without it (q = 0 off
+// the label) an element costs no subtraction.
 template <DType D, DType G>
 void grad_for(const CeKernelArgs& a, int threads, int device, void* stream) {
-  launch_slice<D, G, SliceMode::Grad, false, false>(a, threads, device, stream);
+  if (a.smoothing != 0)
+    launch_slice<D, G, SliceMode::Grad, false, true>(a, threads, device, stream);
+  else
+    launch_slice<D, G, SliceMode::Grad, false, false>(a, threads, device, stream);
 }
 
 }  // namespace

@@ -277,7 +277,7 @@ __device__ __forceinline__ int64_t first_column(int thread, int c) {
 // Rows stream through the ring exactly when the dtypes are known (D != kMixed): the host
 // picks that instantiation only for aligned rows whose stages fit.
 template <int VEC, int CPT, int D>
-__global__ void __launch_bounds__(kNormMaxBlock, 2)
+__global__ void __launch_bounds__(kNormMaxBlock, CPT >= 8 ? 1 : 2)
     norm_forward_kernel(NormForwardArgs a, RingLayout layout) {
   constexpr bool STREAMED = D != kMixed;
   extern __shared__ __align__(128) unsigned char ring_memory[];
@@ -805,6 +805,7 @@ void launch_norm_forward(const NormForwardArgs& a, const NormLayout& layout, int
     case 8 * 16 + 1: forward_for<8, 1>(a, layout, device, sm_margin, stream); break;
     case 8 * 16 + 2: forward_for<8, 2>(a, layout, device, sm_margin, stream); break;
     case 8 * 16 + 4: forward_for<8, 4>(a, layout, device, sm_margin, stream); break;
+    case 8 * 16 + 8: forward_for<8, 8>(a, layout, device, sm_margin, stream); break;
     case 4 * 16 + 1: forward_for<4, 1>(a, layout, device, sm_margin, stream); break;
     case 4 * 16 + 2: forward_for<4, 2>(a, layout, device, sm_margin, stream); break;
     case 4 * 16 + 4: forward_for<4, 4>(a, layout, device, sm_margin, stream); break;

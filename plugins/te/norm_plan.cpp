@@ -28,9 +28,11 @@ NormPlan norm_plan(const sy_norm_problem& p) {
   NormPlan plan;
   const int vec = 16 / element_bytes(to_dtype(p.x_dtype));
   plan.chunks = ceil_div(p.hidden, vec);
-  // Forward: 32 elements per thread (bf16 hidden 4096: 128 threads, 8192: 256). Backward: the
-  // dgamma (and dbeta) sums of each element live in registers too, so LayerNorm takes 16.
-  plan.forward = layout_for(plan.chunks, vec, 32);
+  // Forward: 32 elements per thread (bf16 hidden 4096: 128 threads), 64 for 16-bit rows of
+  // >= 8192 (128 threads): more rows per multiprocessor at once, as a row's reduction latency
+  // is what the forward waits on. Backward: the dgamma (and dbeta) sums of each element live
+  // in registers too, so LayerNorm takes 16.
+  plan.forward = layout_for(plan.chunks, vec, vec == 8 && plan.chunks >= 1024 ? 64 : 32);
   plan.backward = layout_for(plan.chunks, vec, p.kind == SY_NORM_LAYER ? 16 : 32);
 
   plan.rows_per_chunk = std::max<int64_t>(1, ceil_div(p.rows, kNormMaxRowChunks));

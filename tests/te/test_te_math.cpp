@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -364,6 +365,30 @@ TEST_CASE("ce: one gradient element g (p - q) within fp32 rounding of float64") 
   CHECK(worst < 1e-5);  // the conformance bound for fp32 gradients (of the terms)
 }
 
+// The slice kernels' whole-chunk path forms every element with q = q_other through
+// ce_grad_other (no subtraction without smoothing) and stores the label's element again with
+// ce_grad_value(q_target): both must give ce_grad_value's bits, so a row's gradient does not
+// depend on which path (whole pieces, the guarded rest, ce_grad_kernel) wrote it.
+TEST_CASE("ce: the slice kernels' gradient element has ce_grad_value's bits") {
+  std::mt19937 rng(29);
+  std::vector<float> z = random_row(rng, 4096);
+  z.push_back(-INFINITY);
+  z.push_back(INFINITY);
+  z.push_back(NAN);
+  z.push_back(0.0f);
+  const float neg = -11.5f * kLog2e, g = 1.0f / 2048;
+  const float q = 0.1f / 4096;
+  const auto same = [](float a, float b) {
+    return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b));
+  };
+  int differ = 0;
+  for (const float x : z) {
+    differ += !same(ce_grad_other<false>(x, neg, g, 0.0f), ce_grad_value(x, neg, g, 0.0f));
+    differ += !same(ce_grad_other<true>(x, neg, g, q), ce_grad_value(x, neg, g, q));
+  }
+  CHECK(differ == 0);
+}
+
 // ---- norms ------------------------------------------------------------------------------------
 
 namespace {
@@ -477,22 +502,24 @@ TEST_CASE("norm plan: every hidden size fits the registers of one block of <= 51
             REQUIRE(l.threads >= 32);
             REQUIRE(l.threads <= kNormMaxBlock);
             REQUIRE(int64_t{l.threads} * l.chunks_per_thread * l.vec >= h);
-            // The kernels are instantiated for these register layouts only.
-            REQUIRE((l.chunks_per_thread == 1 || l.chunks_per_thread == 2 ||
-                     l.chunks_per_thread == 4 || (l.chunks_per_thread == 8 && l.vec == 4)));
           }
+          // The kernels are instantiated for these register layouts only (the forward also
+          // for 64 16-bit elements per thread).
+          const int f = plan.forward.chunks_per_thread, b = plan.backward.chunks_per_thread;
+          REQUIRE((f == 1 || f == 2 || f == 4 || f == 8));
+          REQUIRE((b == 1 || b == 2 || b == 4 || (b == 8 && plan.backward.vec == 4)));
         }
       }
     }
   }
-  // The performance shapes (bf16): the forward 32 elements per thread; the backward 32 for
-  // RMSNorm, 16 for LayerNorm (its dbeta sums take registers too).
+  // The performance shapes (bf16): the forward 32 elements per thread at 4096, 64 from 8192;
+  // the backward 32 for RMSNorm, 16 for LayerNorm (its dbeta sums take registers too).
   const DLDataType bf16{kDLBfloat, 16, 1};
   const NormPlan rms4096 = norm_plan(norm(16384, 4096, bf16, SY_NORM_RMS));
   const NormPlan ln8192 = norm_plan(norm(16384, 8192, bf16, SY_NORM_LAYER));
   CHECK(rms4096.forward.threads == 128);
   CHECK(rms4096.backward.threads == 128);
-  CHECK(ln8192.forward.threads == 256);
+  CHECK(ln8192.forward.threads == 128);
   CHECK(ln8192.backward.threads == 512);
   CHECK(ln8192.backward.chunks_per_thread == 2);
 }
@@ -572,6 +599,10 @@ TEST_CASE("ce plan: block sizes follow the row, never the batch") {
   CHECK(plan.slice_chunks == 4096);
   CHECK(plan.slice_threads == 256);
   CHECK(kCeSliceBlocksPerSm * (kCeSliceMaxChunks * 16 + 2048) <= 228 * 1024);
+  // Every piece (kCeSliceUnroll chunks a thread) of every slice is whole: the gradient loops
+  // take their unguarded path for the whole row.
+  CHECK(plan.slice_chunks % (kCeSliceUnroll * plan.slice_threads) == 0);
+  CHECK(plan.chunks == int64_t{plan.cluster} * plan.slice_chunks);
   CHECK(ce_forward_collectives(p) == 0);
   p.tp_size = 2;
   p.vocab_local = 65536;
