@@ -30,10 +30,10 @@ NormPlan norm_plan(const sy_norm_problem& p) {
   plan.chunks = ceil_div(p.hidden, vec);
   // Forward: 32 elements per thread (bf16 hidden 4096: 128 threads), 64 for 16-bit rows of
   // >= 8192 (128 threads): more rows per multiprocessor at once, as a row's reduction latency
-  // is what the forward waits on. Backward: the dgamma (and dbeta) sums of each element live
-  // in registers too, so LayerNorm takes 16.
+  // is what the forward waits on. Backward: 32 (the dgamma and dbeta sums of each element
+  // live in registers too: an fp32 LayerNorm row takes 16, as 32 would spill).
   plan.forward = layout_for(plan.chunks, vec, vec == 8 && plan.chunks >= 1024 ? 64 : 32);
-  plan.backward = layout_for(plan.chunks, vec, p.kind == SY_NORM_LAYER ? 16 : 32);
+  plan.backward = layout_for(plan.chunks, vec, p.kind == SY_NORM_LAYER && vec == 4 ? 16 : 32);
 
   plan.rows_per_chunk = std::max<int64_t>(1, ceil_div(p.rows, kNormMaxRowChunks));
   plan.chunk_count = ceil_div(p.rows, plan.rows_per_chunk);
