@@ -30,10 +30,16 @@ NormPlan norm_plan(const sy_norm_problem& p) {
   plan.chunks = ceil_div(p.hidden, vec);
   // Forward: 32 elements per thread (bf16 hidden 4096: 128 threads), 64 for 16-bit rows of
   // >= 8192 (128 threads): more rows per multiprocessor at once, as a row's reduction latency
-  // is what the forward waits on. Backward: 32 (the dgamma and dbeta sums of each element
-  // live in registers too: an fp32 LayerNorm row takes 16, as 32 would spill).
+  // is what the forward waits on. Backward: 32 too (the dgamma and dbeta sums of each element
+  // live in registers as well).
   plan.forward = layout_for(plan.chunks, vec, vec == 8 && plan.chunks >= 1024 ? 64 : 32);
-  plan.backward = layout_for(plan.chunks, vec, p.kind == SY_NORM_LAYER && vec == 4 ? 16 : 32);
+  // LayerNorm with 32 would spill in the fp32 and the general (mixed dtypes, memory-efficient)
+  // kernels, which also keep a dbeta sum per element: 16 there.
+  const bool same_dtypes = p.y_dtype.code == p.x_dtype.code && p.y_dtype.bits == p.x_dtype.bits &&
+                           p.weight_dtype.code == p.x_dtype.code &&
+                           p.weight_dtype.bits == p.x_dtype.bits;
+  const bool streamable_layer = vec == 8 && same_dtypes && (p.flags & SY_NORM_MEMORY_EFFICIENT) == 0;
+  plan.backward = layout_for(plan.chunks, vec, p.kind == SY_NORM_LAYER && !streamable_layer ? 16 : 32);
 
   plan.rows_per_chunk = std::max<int64_t>(1, ceil_div(p.rows, kNormMaxRowChunks));
   plan.chunk_count = ceil_div(p.rows, plan.rows_per_chunk);
