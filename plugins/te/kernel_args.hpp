@@ -76,8 +76,6 @@ struct NormForwardArgs {
   DType x_dtype = DType::F32, y_dtype = DType::F32, weight_dtype = DType::F32;
   int32_t zero_centered = 0;
   int32_t vector_ok = 0;  // every row and parameter pointer is aligned for 16-byte access
-  int32_t threads = 32;   // threads per row (a group)
-  int32_t groups = 1;     // groups per block
   float eps = 1e-5f;
 };
 
@@ -103,8 +101,6 @@ struct NormBackwardArgs {
   int32_t zero_centered = 0;
   int32_t memory_efficient = 0;
   int32_t vector_ok = 0;
-  int32_t threads = 32;
-  int32_t groups = 1;
 };
 
 // Sums the partials of every chunk, in chunk order, into dweight/dbias.

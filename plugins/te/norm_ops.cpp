@@ -115,8 +115,6 @@ void norm_forward(const sy_norm_forward_args& args) {
                                                  args.weight, args.bias})
                     ? 1
                     : 0;
-  a.threads = plan.forward.threads;
-  a.groups = 1;
   a.eps = p.eps;
   launch_norm_forward(a, plan.forward, device, p.sm_margin, args.stream);
 }
@@ -182,8 +180,6 @@ void norm_backward(const sy_norm_backward_args& args) {
                                                     memory_efficient ? args.bias : nullptr})
                       ? 1
                       : 0;
-    a.threads = plan.backward.threads;
-    a.groups = 1;
     launch_norm_backward(a, plan.backward, device, p.sm_margin, args.stream);
   }
   if (want_gamma || want_beta) {
