@@ -102,7 +102,10 @@ void norm_backward(const sy_norm_backward_args& args, const Options& options) {
   }
   k.aligned = all_aligned({args.dy, args.x_or_y, args.weight, args.bias, args.d_residual_out,
                            args.dx});
-  k.threads = norm_backward_threads(p.hidden);  // 1-2 chunks a thread, <= 512 threads, up to H = 8192
+  // Up to H = 8192: 1-2 chunks a thread (LayerNorm of one 16-bit row dtype, not
+  // memory-efficient: up to 4), <= 512 threads.
+  k.threads = norm_backward_threads(
+      p.hidden, norm_backward_four_chunks(k.kind, k.memory_efficient, k.y_dt, k.x_or_y_dt, k.x_dt));
 
   DeviceGuard device(p.device.device_id);
   k.sm_count = multiprocessor_count(p.device.device_id);

@@ -302,7 +302,8 @@ NormOutputs run_case(const NormCase& c) {
   b.dbias_partial = c.layer() ? partial_b.data() : nullptr;
   b.aligned = dy.aligned() && x_or_y.aligned() && d_res.aligned() && dx.aligned() &&
               gamma.aligned() && beta.aligned();
-  b.threads = lg::norm_backward_threads(h);
+  b.threads = lg::norm_backward_threads(
+      h, lg::norm_backward_four_chunks(b.kind, memory_efficient, b.y_dt, b.x_or_y_dt, b.x_dt));
   b.sm_count = c.sm_count;
   std::size_t backward_shared = 0;
   lg::dispatch_norm_backward(NotingLaunch{&backward_shared}, b);
@@ -377,19 +378,37 @@ TEST_CASE("norms: kinds x dtypes x hidden sizes (1, 127, 4096 and 8200: 1 to 3 c
 }
 
 TEST_CASE("norms: every kernel path (register forward with 1, 2 and 4 chunks a thread and the "
-          "re-reading one; register backward of 1 and 2 chunks a thread, one dtype or mixed, and "
-          "the shared-memory one)") {
+          "re-reading one; register backward of 1, 2 and 4 chunks a thread, one dtype or mixed, "
+          "and the shared-memory one)") {
   // H -> forward chunks a thread / backward path: 520 -> 3 (the K = 4 kernel with idle chunk
-  // slots) / 64 threads x 2 chunks; 4104 -> 288 threads x 2 chunks (idle slots); 8192 -> 4 /
-  // 512 threads x 2 chunks; 8200 -> 4 / shared memory; 16392 -> the re-reading forward. Aligned
-  // 16-bit rows run on the ring kernels, the others (H = 8200, float32 x) on the register ones.
+  // slots) / 64 threads x 2 chunks (LayerNorm bf16/f16: 32 threads x 3, the K = 4 kernel with an
+  // idle slot); 4104 -> 4 (160 threads, idle slots) / 288 threads x 2 chunks (LayerNorm 16-bit:
+  // 160 x 4); 8192 -> 4 (256 threads) / 512 threads x 2 chunks (LayerNorm 16-bit: 256 x 4); 8200
+  // -> 4 / shared memory; 16392 -> the re-reading forward. Aligned 16-bit rows run on the ring
+  // kernels, the others (float32 x, gamma of another dtype) on the register ones.
   CHECK(lg::norm_forward_threads(4096) == 128);
   CHECK(lg::norm_forward_threads(8192) == 256);
-  CHECK(lg::norm_backward_threads(4096) == 256);
-  CHECK(lg::norm_backward_threads(8192) == 512);
-  CHECK(lg::norm_backward_threads(200) == 32);  // 25 chunks: one each
-  CHECK(lg::norm_backward_threads(4104) == 288);  // 514 chunks: two a thread, idle slots
-  CHECK(lg::norm_backward_threads(8200) == lg::row_threads(8200));
+  CHECK(lg::norm_forward_threads(16384) == 512);
+  CHECK(lg::norm_forward_threads(16392) == 512);  // more than four chunks: the re-reading forward
+  CHECK(lg::norm_backward_threads(4096, false) == 256);
+  CHECK(lg::norm_backward_threads(8192, false) == 512);
+  CHECK(lg::norm_backward_threads(200, false) == 32);  // 25 chunks: one each
+  CHECK(lg::norm_backward_threads(4104, false) == 288);  // 514 chunks: two a thread, idle slots
+  CHECK(lg::norm_backward_threads(8200, false) == lg::row_threads(8200));
+  CHECK(lg::norm_backward_threads(4096, true) == 128);
+  CHECK(lg::norm_backward_threads(8192, true) == 256);
+  CHECK(lg::norm_backward_threads(200, true) == 32);   // 25 chunks: one each
+  CHECK(lg::norm_backward_threads(520, true) == 32);   // 65 chunks: three a thread
+  CHECK(lg::norm_backward_threads(4104, true) == 160);  // 514 chunks: four a thread, idle slots
+  CHECK(lg::norm_backward_threads(8200, true) == lg::row_threads(8200));
+  // Four backward chunks: LayerNorm, not memory-efficient, dy / x_or_y / dx of one 16-bit dtype.
+  CHECK(lg::norm_backward_four_chunks(lg::NormKind::Layer, false, Dt::BF16, Dt::BF16, Dt::BF16));
+  CHECK(lg::norm_backward_four_chunks(lg::NormKind::Layer, false, Dt::F16, Dt::F16, Dt::F16));
+  CHECK_FALSE(lg::norm_backward_four_chunks(lg::NormKind::Rms, false, Dt::BF16, Dt::BF16, Dt::BF16));
+  CHECK_FALSE(lg::norm_backward_four_chunks(lg::NormKind::Layer, true, Dt::BF16, Dt::BF16, Dt::BF16));
+  CHECK_FALSE(lg::norm_backward_four_chunks(lg::NormKind::Layer, false, Dt::F32, Dt::BF16, Dt::BF16));
+  CHECK_FALSE(lg::norm_backward_four_chunks(lg::NormKind::Layer, false, Dt::BF16, Dt::F16, Dt::BF16));
+  CHECK_FALSE(lg::norm_backward_four_chunks(lg::NormKind::Layer, false, Dt::F32, Dt::F32, Dt::F32));
   for (sy_norm_kind kind : kKinds) {
     for (int64_t hidden : {520, 4104, 8192}) {
       run_case(make(kind, Dt::BF16, 3, hidden, SY_NORM_RESIDUAL));
@@ -399,6 +418,24 @@ TEST_CASE("norms: every kernel path (register forward with 1, 2 and 4 chunks a t
       run_case(mixed);
     }
     run_case(make(kind, Dt::BF16, 2, 16392));
+  }
+  // The four-chunk register backward on partial chunks, aligned (a padded stride) and not: the
+  // same bits; and on several 32-row blocks.
+  for (int64_t hidden : {1001, 8191}) {
+    NormCase c = make(SY_NORM_LAYER, Dt::BF16, hidden > 2000 ? 3 : 40, hidden,
+                      SY_NORM_RESIDUAL | SY_NORM_ZERO_CENTERED_GAMMA);
+    c.pad = 8 - hidden % 8;
+    const NormOutputs padded = run_case(c);
+    c.pad = 0;
+    const NormOutputs packed = run_case(c);
+    CHECK_FALSE(padded.backward_ring);
+    CHECK(padded.y == packed.y);
+    CHECK(padded.residual_out == packed.residual_out);
+    CHECK(padded.mean == packed.mean);
+    CHECK(padded.rstd == packed.rstd);
+    CHECK(padded.dx == packed.dx);
+    CHECK(padded.dgamma == packed.dgamma);
+    CHECK(padded.dbeta == packed.dbeta);
   }
 }
 
@@ -476,10 +513,12 @@ TEST_CASE("norms: llama casting stays within the reference's tolerance when y ha
 TEST_CASE("norms: the ring kernels give the register kernels' bits (many rows a block, stage "
           "reuse, several 32-row partials a block, a short last partial)") {
   // sm_count 1: H = 64 -> 16 forward / backward blocks of 32 threads with 8-stage rings; 1024 ->
-  // 16 32-thread forward blocks with 4 chunks (K = 4), 64-thread backward blocks; 4096 -> 8
-  // forward blocks of 128 threads (3 stages), 4 RMS / 2 LN backward blocks of 256 threads; 8192
-  // -> 4 forward blocks, 2 RMS / 1 LN backward blocks of 512 threads x 2 chunks. Rows: several per block and more than 32 per
-  // backward block where the emulator's time allows.
+  // 16 32-thread forward blocks with 4 chunks (K = 4), 64-thread RMS/L2 backward blocks (2
+  // chunks), 32-thread LN ones (4 chunks); 4096 -> 8 forward blocks of 128 threads (3 stages),
+  // 4 RMS backward blocks of 256 threads x 2 chunks, 4 LN ones of 128 x 4; 8192 -> 4 forward
+  // blocks of 256 threads x 4 chunks, 2 RMS backward blocks of 512 threads x 2 chunks, 2 LN ones
+  // of 256 x 4. Rows: several per block and more than 32 per backward block where the
+  // emulator's time allows.
   struct Shape {
     int64_t hidden, rows;
   };

@@ -14,7 +14,8 @@
 //
 // Backward: Liger's per-program partial dgamma/dbeta, made deterministic: the rows are cut into
 // fixed 32-row blocks, each summed in row order into its own partial row. Register path
-// (H <= 8192): two chunks per thread (one below 33 chunks; at most 512 threads, 128 registers),
+// (H <= 8192): two chunks per thread (four for LayerNorm rows of one 16-bit dtype; one below 33
+// chunks; at most 512 threads, 128 registers),
 // x_or_y and dy read once per row (the next row's loads are issued before this row's
 // reduction), dgamma/dbeta summed in registers. Shared-memory path (wider rows): the column sums
 // live in shared memory and each row is read twice. A second kernel adds the blocks' sums column
@@ -643,6 +644,23 @@ struct RegisterChunks {
   }
 };
 
+// The raw dy / x_or_y chunks of row `row` read from global memory whenever they are wanted (the
+// four-chunk register backward). dx over dy or x_or_y stays safe: a thread reads its chunk k
+// before it writes dx's chunk k, and no other chunk of its own or another thread's.
+template <class Form, bool kAligned, int kWords, int K>
+struct GlobalChunks {
+  const NormBackwardArgs& a;
+  int64_t row;
+  const BackwardColumns<K>& c;
+  __device__ __forceinline__ void operator()(int k, RawChunk<kWords>& dy_out,
+                                             RawChunk<kWords>& xy_out) const {
+    load_raw<kAligned>(a.dy, Form::rows(a.y_dt), row * a.dy_stride + c.column[k], c.n[k],
+                       dy_out);
+    load_raw<kAligned>(a.x_or_y, Form::rows(a.x_or_y_dt), row * a.x_or_y_stride + c.column[k],
+                       c.n[k], xy_out);
+  }
+};
+
 // One row of the backward: the sums, the block reduction, then dx. chunks(k, dy, xy) gives the
 // raw dy / x_or_y of the thread's chunk k (from registers, or re-read from a ring stage: nothing
 // of the row then stays in registers across the reduction); d_residual_out is read from
@@ -739,10 +757,27 @@ __device__ __forceinline__ void backward_rows_registers(const NormBackwardArgs& 
     next_mean = with_mean ? a.mean[row] : 0.0f;
   };
   // 8-word (float32-capable) chunks: two rows of them do not fit 128 registers (they spilled
-  // ~600 bytes), so those kernels load each row when they reach it.
-  constexpr bool kPrefetch = kWords == 4;
+  // ~600 bytes), so those kernels load each row when they reach it. Four chunks (LayerNorm rows
+  // of one 16-bit dtype: 64 column sums) do not even keep one row's raw chunks across the
+  // reduction (a prefetched row spilled ~1.3 KB, a row held ~600 bytes): they read each chunk
+  // from global memory in both passes (the second read hits L1), as the ring kernels re-read
+  // their stage.
+  constexpr bool kReread = K > kNormBackwardChunksPerThread;
+  constexpr bool kPrefetch = kWords == 4 && !kReread;
   if (kPrefetch) prefetch(first);
   for (int64_t row = first; row < last; ++row) {
+    const void* dres_row =
+        a.d_residual_out != nullptr
+            ? row_start(a.d_residual_out, Form::rows(a.x_dt), row, a.d_residual_out_stride)
+            : nullptr;
+    if constexpr (kReread) {
+      const float rstd = a.rstd[row];
+      const float mean = with_mean ? a.mean[row] : 0.0f;
+      backward_row<Form, kAligned, kWords, K>(a, row, rstd, mean,
+                                              GlobalChunks<Form, kAligned, kWords, K>{a, row, c},
+                                              dres_row, c, w, scratch, NoHook{});
+      continue;
+    }
     if (!kPrefetch) prefetch(row);
     RawChunk<kWords> dy_raw[K], xy_raw[K];
 #pragma unroll
@@ -752,10 +787,6 @@ __device__ __forceinline__ void backward_rows_registers(const NormBackwardArgs& 
     }
     const float rstd = next_rstd, mean = next_mean;
     if (kPrefetch && row + 1 < last) prefetch(row + 1);
-    const void* dres_row =
-        a.d_residual_out != nullptr
-            ? row_start(a.d_residual_out, Form::rows(a.x_dt), row, a.d_residual_out_stride)
-            : nullptr;
     backward_row<Form, kAligned, kWords, K>(a, row, rstd, mean,
                                             RegisterChunks<kWords, K>{dy_raw, xy_raw}, dres_row,
                                             c, w, scratch, NoHook{});
@@ -763,15 +794,28 @@ __device__ __forceinline__ void backward_rows_registers(const NormBackwardArgs& 
   w.store(a, c, block_x());
 }
 
+// The four-chunk register backward's form: LayerNorm (not memory-efficient), every row tensor of
+// dtype D, gamma's dtype read at run time, chunks possibly partial (the general form spilled
+// ~800 bytes at four chunks).
+template <Dt D>
+using LayerRowsForm =
+    NormForm<D, kRuntimeDt, static_cast<int>(NormKind::Layer), 0, false>;
+
 // kFixed: BF16 / F16 (every row tensor of that dtype, 4-word raw chunks; gamma's dtype read at
 // run time) or F32 (any dtypes, read at run time, 8-word raw chunks). K: chunks a thread, 1
-// (H <= 4096) or 2 (H <= 8192); blocks of at most kNormBackwardMaxThreads = 512 threads may use
+// (H <= 4096) or 2 (H <= 8192), or 4 for LayerNorm of BF16 / F16 rows, not memory-efficient
+// (norm_backward_four_chunks); blocks of at most kNormBackwardMaxThreads = 512 threads may use
 // 128 registers (one block per SM).
 template <Dt kFixed, int K>
 __global__ void __launch_bounds__(kNormBackwardMaxThreads, 1)
     backward_register_kernel(NormBackwardArgs a) {
+  static_assert(K <= kNormBackwardChunksPerThread || kFixed != Dt::F32,
+                "four chunks a thread: 16-bit rows only");
   constexpr int kWords = kFixed == Dt::F32 ? 8 : 4;
-  using Form = std::conditional_t<kFixed == Dt::F32, RuntimeForm, RowsForm<kFixed>>;
+  using Form = std::conditional_t<
+      kFixed == Dt::F32, RuntimeForm,
+      std::conditional_t<(K > kNormBackwardChunksPerThread), LayerRowsForm<kFixed>,
+                         RowsForm<kFixed>>>;
   SY_LIGER_SHARED float scratch[64];
   if (a.aligned)
     backward_rows_registers<Form, true, kWords, K>(a, scratch);

@@ -1,6 +1,6 @@
 // Which norm kernel runs, with which grid: `launch(grid, threads, shared_bytes, kernel, args...)`,
 // as for cross entropy (norm_kernels.cu launches on a stream, tests/liger's emulator on fibers).
-// The columns a thread owns follow from a.threads (norm_geometry.hpp), i.e. from the hidden size
+// The columns a thread owns follow from a.threads (norm_geometry.hpp), i.e. from the problem
 // alone; the ring kernels (norm_ring.cuh) are chosen for rows they can stream and give the same
 // bits as the register kernels they stand for.
 #ifndef SWITCHYARD_LIGER_KERNELS_NORM_DISPATCH_CUH
@@ -21,9 +21,23 @@ inline int64_t forward_chunks_per_thread(const NormForwardArgs& a) {
   return (norm_chunks(a.hidden) + a.threads - 1) / a.threads;
 }
 
+// The backward's register path may hold four chunks a thread (LayerNorm rows of one 16-bit
+// dtype, not memory-efficient).
+inline bool backward_four_chunks(const NormBackwardArgs& a) {
+  return norm_backward_four_chunks(a.kind, a.memory_efficient, a.y_dt, a.x_or_y_dt, a.x_dt);
+}
+
+// Chunks per thread of the backward's register path.
+inline int64_t backward_chunks_per_thread(const NormBackwardArgs& a) {
+  return (norm_chunks(a.hidden) + a.threads - 1) / a.threads;
+}
+
+// H <= 8192 with at most norm_backward_chunks_per_thread chunks a thread (a.threads =
+// norm_backward_threads(H, backward_four_chunks(a))).
 inline bool backward_in_registers(const NormBackwardArgs& a) {
-  return a.threads <= kNormBackwardMaxThreads &&
-         a.threads * int64_t{kNormBackwardChunksPerThread} >= norm_chunks(a.hidden);
+  return norm_chunks(a.hidden) <= kNormBackwardRegisterMaxChunks &&
+         backward_chunks_per_thread(a) <=
+             norm_backward_chunks_per_thread(backward_four_chunks(a));
 }
 
 // Dynamic shared memory of the shared-memory backward (0 on the register path).
@@ -36,6 +50,11 @@ inline int64_t backward_shared_bytes(const NormBackwardArgs& a) {
 // The register kernel a chunk count runs on: 1, 2 or kNormForwardChunksPerThread chunks.
 inline int forward_kernel_chunks(int64_t per_thread) {
   return per_thread <= 1 ? 1 : per_thread <= 2 ? 2 : kNormForwardChunksPerThread;
+}
+
+// The backward's: 1, 2 or (backward_four_chunks only) 4 chunks.
+inline int backward_kernel_chunks(int64_t per_thread) {
+  return per_thread <= 1 ? 1 : per_thread <= 2 ? 2 : kNormBackwardWideChunksPerThread;
 }
 
 // The forward's ring plan (stages == 0: the register kernel runs): 16-bit x with y and gamma/beta
@@ -105,6 +124,7 @@ struct ForwardRing {
 };
 template <Dt D, NormKind kKind, bool kLlama>
 struct BackwardRing {
+  static constexpr NormKind kind = kKind;
   template <int K>
   static auto kernel() { return backward_ring_kernel<D, kKind, kLlama, K>; }
 };
@@ -163,13 +183,16 @@ void dispatch_norm_backward_registers(Launch&& launch, const NormBackwardArgs& a
     const unsigned grid = ring_grid(plan, a.sm_count, blocks);
     const auto shared = static_cast<size_t>(plan.shared_bytes());
     with_ring_form<BackwardRing>(a, a.x_dt, [&](auto form) {
-      launch(grid, a.threads, shared, decltype(form)::template kernel<K>(), a, plan);
+      using Form = decltype(form);
+      // K = 4: LayerNorm only (norm_backward_chunks_per_thread); no RMS/L2 instantiation.
+      if constexpr (K <= kNormBackwardChunksPerThread || Form::kind == NormKind::Layer)
+        launch(grid, a.threads, shared, Form::template kernel<K>(), a, plan);
     });
   } else if (one_dtype && a.x_dt == Dt::BF16) {
     launch(blocks, a.threads, 0, backward_register_kernel<Dt::BF16, K>, a);
   } else if (one_dtype && a.x_dt == Dt::F16) {
     launch(blocks, a.threads, 0, backward_register_kernel<Dt::F16, K>, a);
-  } else {
+  } else if constexpr (K <= kNormBackwardChunksPerThread) {  // K = 4: one 16-bit dtype only
     launch(blocks, a.threads, 0, backward_register_kernel<Dt::F32, K>, a);
   }
 }
@@ -177,10 +200,13 @@ void dispatch_norm_backward_registers(Launch&& launch, const NormBackwardArgs& a
 template <class Launch>
 void dispatch_norm_backward(Launch&& launch, const NormBackwardArgs& a) {
   const auto blocks = static_cast<unsigned>(norm_backward_blocks(a.rows));
-  if (backward_in_registers(a) && a.threads >= norm_chunks(a.hidden))
+  const int chunks = backward_kernel_chunks(backward_chunks_per_thread(a));
+  if (backward_in_registers(a) && chunks == 1)
     dispatch_norm_backward_registers<1>(launch, a, blocks);
-  else if (backward_in_registers(a))
-    dispatch_norm_backward_registers<kNormBackwardChunksPerThread>(launch, a, blocks);
+  else if (backward_in_registers(a) && chunks == 2)
+    dispatch_norm_backward_registers<2>(launch, a, blocks);
+  else if (backward_in_registers(a))  // backward_four_chunks: LayerNorm, one 16-bit row dtype
+    dispatch_norm_backward_registers<kNormBackwardWideChunksPerThread>(launch, a, blocks);
   else
     launch(blocks, a.threads, static_cast<size_t>(backward_shared_bytes(a)),
            backward_shared_kernel, a);

@@ -1,6 +1,7 @@
-// Launch geometry of the norm kernels: functions of the hidden size alone (never of the GPU,
-// the alignment or the row count), so that which columns a thread owns, and therefore the order
-// of every sum, is fixed by the problem. Compiled by g++ (norm_op.cpp, the tests) and nvcc.
+// Launch geometry of the norm kernels: functions of the problem (the hidden size; for the
+// backward also the norm kind and the row dtypes; never of the GPU, the alignment or the row
+// count), so that which columns a thread owns, and therefore the order of every sum, is fixed by
+// the problem. Compiled by g++ (norm_op.cpp, the tests) and nvcc.
 #ifndef SWITCHYARD_LIGER_KERNELS_NORM_GEOMETRY_HPP
 #define SWITCHYARD_LIGER_KERNELS_NORM_GEOMETRY_HPP
 
@@ -13,10 +14,14 @@ namespace switchyard::liger {
 // Forward, register path: a thread holds up to this many chunks of its row in registers.
 constexpr int kNormForwardChunksPerThread = 4;
 // Backward, register path: at most this many threads (so 128 registers a thread: a 1024-thread
-// block had 64 and spilled), each holding one or two chunks (H <= 8192); wider rows take the
-// shared-memory backward.
+// block had 64 and spilled), each holding up to two chunks, or four for LayerNorm rows of one
+// 16-bit dtype, not memory-efficient (more rows per SM at once); rows of more than
+// kNormBackwardRegisterMaxChunks chunks (H > 8192) take the shared-memory backward.
 constexpr int kNormBackwardMaxThreads = 512;
 constexpr int kNormBackwardChunksPerThread = 2;
+constexpr int kNormBackwardWideChunksPerThread = 4;
+constexpr int64_t kNormBackwardRegisterMaxChunks =
+    int64_t{kNormBackwardMaxThreads} * kNormBackwardChunksPerThread;
 
 // constexpr: the kernels call it too (--expt-relaxed-constexpr).
 constexpr int64_t norm_chunks(int64_t hidden) { return (hidden + kChunk - 1) / kChunk; }
@@ -36,14 +41,30 @@ inline int norm_forward_threads(int64_t hidden) {
   return static_cast<int>(threads);
 }
 
-// Backward threads per row block (register path, H <= 8192): two chunks per thread (H = 4096 ->
-// 256 threads, 8192 -> 512; at most 32 chunks: one each, 32 threads), so that two 256-thread
-// blocks of up to 128 registers share an SM at H = 4096. Wider rows: row_threads(H) (the
-// shared-memory path, whose shared size norm_backward_shared_bytes computes from row_threads).
-inline int norm_backward_threads(int64_t hidden) {
+// Whether the backward's register path holds four chunks a thread: LayerNorm, not
+// memory-efficient, dy, x_or_y and dx (and so d_residual_out) of one 16-bit dtype. Its dgamma
+// and dbeta column sums are 64 floats a thread (~127 registers; two to four 128-register blocks
+// per SM at H = 8192 / 4096).
+inline bool norm_backward_four_chunks(NormKind kind, bool memory_efficient, Dt dy, Dt x_or_y,
+                                      Dt dx) {
+  return kind == NormKind::Layer && !memory_efficient && dy == x_or_y && dy == dx &&
+         dx != Dt::F32;
+}
+
+// Chunks a backward thread holds at most on the register path: 4 (above), else 2.
+inline int norm_backward_chunks_per_thread(bool four_chunks) {
+  return four_chunks ? kNormBackwardWideChunksPerThread : kNormBackwardChunksPerThread;
+}
+
+// Backward threads per row block (register path, H <= 8192): norm_backward_chunks_per_thread
+// chunks per thread, rounded to a warp (at least 32 threads, one chunk each up to 32 chunks):
+// H = 4096 -> 256 threads, 8192 -> 512; four chunks: 4096 -> 128, 8192 -> 256. Wider rows:
+// row_threads(H) (the shared-memory path, whose shared size norm_backward_shared_bytes
+// computes from row_threads).
+inline int norm_backward_threads(int64_t hidden, bool four_chunks) {
   const int64_t chunks = norm_chunks(hidden);
-  const int64_t per = kNormBackwardChunksPerThread;
-  if (chunks <= kNormBackwardMaxThreads * per)
+  const int64_t per = norm_backward_chunks_per_thread(four_chunks);
+  if (chunks <= kNormBackwardRegisterMaxChunks)
     return static_cast<int>(round_up_to_warps((chunks + per - 1) / per));
   return row_threads(hidden);
 }
@@ -70,7 +91,7 @@ constexpr int64_t kRingRowAlign = 128;
 // branch of the row math resolved at compile time (norm_device.cuh's RingForm) and the row kept
 // as raw 16-bit words, the forward fits 64 registers for up to four chunks a thread (H = 4096:
 // 8 blocks of 128 threads per SM), and so does the backward without dbeta (RMS, L2); the
-// LayerNorm backward keeps dgamma and dbeta column sums of two chunks in registers: 128.
+// LayerNorm backward keeps dgamma and dbeta column sums of two or four chunks in registers: 128.
 constexpr int kRingForwardMinBlocks = 2;
 constexpr int ring_backward_min_blocks(NormKind kind) { return kind == NormKind::Layer ? 1 : 2; }
 

@@ -140,7 +140,8 @@ __global__ void __launch_bounds__(kMaxRowThreads, kRingForwardMinBlocks)
 // x_or_y and d_residual_out through the ring, K chunks a thread as backward_register_kernel
 // <D, K>, with RingForm's compile-time knowledge (one 16-bit dtype for every row tensor and
 // gamma; the kind; the casting mode; whole chunks; not memory-efficient). A partial row is
-// stored when its block's last row is done. kMinBlocks: 2 (64 registers) without dbeta, 1 with.
+// stored when its block's last row is done. kMinBlocks: 2 (64 registers) without dbeta, 1 with
+// (K = 4, LayerNorm rows of one 16-bit dtype: 128-thread blocks at H = 4096, 4 to an SM).
 template <Dt D, NormKind kKind, bool kLlama, int K>
 __global__ void __launch_bounds__(kNormBackwardMaxThreads, ring_backward_min_blocks(kKind))
     backward_ring_kernel(NormBackwardArgs a, RingPlan plan) {
