@@ -128,18 +128,6 @@ __device__ __forceinline__ bool aligned_to(const void* p, unsigned bytes) {
   return (reinterpret_cast<uintptr_t>(p) & (bytes - 1)) == 0;
 }
 
-// Asks the copy engine to bring `bytes` bytes at `p` into L2 (sm_90 bulk prefetch): a hint
-// with no effect on results and no registers held. Only whole 16-byte units of a 16-byte
-// aligned range are prefetched; nothing when p is not aligned.
-__device__ __forceinline__ void prefetch_l2(const void* p, int64_t bytes) {
-  const int64_t whole = bytes & ~int64_t{15};
-  if (whole < 16 || !aligned_to(p, 16)) return;
-  const size_t global = __cvta_generic_to_global(p);
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(global),
-               "r"(static_cast<uint32_t>(whole))
-               : "memory");
-}
-
 // The alignment a pack of N elements of D needs for the vector path.
 template <DType D, int N>
 __host__ __device__ constexpr unsigned pack_alignment() {
