@@ -31,6 +31,7 @@
 #include <atomic>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 
 namespace switchyard::te {
 namespace {
@@ -694,6 +695,21 @@ int uniform_dtype(DType x, std::initializer_list<DType> others) {
   return static_cast<int>(x);
 }
 
+// Calls fn(std::integral_constant<int, D>) for the compile-time dtype D = d that a row of VEC
+// elements per 16 bytes can have (bf16 or f16 for 8, f32 for 4); false when d is none of them.
+template <int VEC, class Fn>
+bool with_streamed_dtype(int d, Fn&& fn) {
+  constexpr int kBf16 = static_cast<int>(DType::BF16), kF16 = static_cast<int>(DType::F16),
+                kF32 = static_cast<int>(DType::F32);
+  if constexpr (VEC == 8) {
+    if (d == kBf16) return fn(std::integral_constant<int, kBf16>{}), true;
+    if (d == kF16) return fn(std::integral_constant<int, kF16>{}), true;
+  } else {
+    if (d == kF32) return fn(std::integral_constant<int, kF32>{}), true;
+  }
+  return false;
+}
+
 template <int VEC, int CPT, int D>
 void forward_with(const NormForwardArgs& a, const NormLayout& l, const RingLayout& ring, int device,
                   int sm_margin, void* stream) {
@@ -728,17 +744,10 @@ void forward_for(const NormForwardArgs& a, const NormLayout& l, int device, int 
       d != kMixed && a.vector_ok != 0
           ? ring_stage({{a.x, a.x_row_bytes, x_bytes}, {a.residual, a.residual_row_bytes, x_bytes}})
           : RingLayout{};
-  constexpr int kBf16 = static_cast<int>(DType::BF16), kF16 = static_cast<int>(DType::F16),
-                kF32 = static_cast<int>(DType::F32);
-  if (stage.stage_bytes != 0) {
-    if constexpr (VEC == 8) {
-      if (d == kBf16) return forward_streamed_or_not<VEC, CPT, kBf16>(a, l, stage, device, sm_margin, stream);
-      if (d == kF16) return forward_streamed_or_not<VEC, CPT, kF16>(a, l, stage, device, sm_margin, stream);
-    } else {
-      if (d == kF32) return forward_streamed_or_not<VEC, CPT, kF32>(a, l, stage, device, sm_margin, stream);
-    }
-  }
-  forward_with<VEC, CPT, kMixed>(a, l, RingLayout{}, device, sm_margin, stream);
+  const bool streamed = stage.stage_bytes != 0 && with_streamed_dtype<VEC>(d, [&](auto dtype) {
+    forward_streamed_or_not<VEC, CPT, decltype(dtype)::value>(a, l, stage, device, sm_margin, stream);
+  });
+  if (!streamed) forward_with<VEC, CPT, kMixed>(a, l, RingLayout{}, device, sm_margin, stream);
 }
 
 template <int VEC, int CPT, bool BETA, int D>
@@ -784,55 +793,55 @@ void backward_for(const NormBackwardArgs& a, const NormLayout& l, int device, in
                         {a.x_or_y, a.x_or_y_row_bytes, row},
                         {a.d_residual_out, a.d_residual_out_row_bytes, row}})
           : RingLayout{};
-  constexpr int kBf16 = static_cast<int>(DType::BF16), kF16 = static_cast<int>(DType::F16),
-                kF32 = static_cast<int>(DType::F32);
-  if (stage.stage_bytes != 0) {
-    if constexpr (VEC == 8) {
-      if (d == kBf16) return backward_streamed_or_not<VEC, CPT, kBf16>(a, l, stage, device, sm_margin, stream);
-      if (d == kF16) return backward_streamed_or_not<VEC, CPT, kF16>(a, l, stage, device, sm_margin, stream);
-    } else {
-      if (d == kF32) return backward_streamed_or_not<VEC, CPT, kF32>(a, l, stage, device, sm_margin, stream);
-    }
+  const bool streamed = stage.stage_bytes != 0 && with_streamed_dtype<VEC>(d, [&](auto dtype) {
+    backward_streamed_or_not<VEC, CPT, decltype(dtype)::value>(a, l, stage, device, sm_margin, stream);
+  });
+  if (!streamed) backward_with<VEC, CPT, kMixed>(a, l, RingLayout{}, device, sm_margin, stream);
+}
+
+}  // namespace
+
+namespace {
+
+// Calls fn(std::integral_constant<int, VEC>, std::integral_constant<int, CPT>) for the register
+// layouts the kernels are instantiated for: 16-bit rows (VEC 8) 1, 2, 4 chunks a thread (and 8
+// when kWide8: the forward's 64 elements), fp32 rows (VEC 4) 1, 2, 4, 8.
+template <bool kWide8, class Fn>
+void with_layout(const NormLayout& layout, const char* kernel, Fn&& fn) {
+  using std::integral_constant;
+  switch (layout.vec * 16 + layout.chunks_per_thread) {
+    case 8 * 16 + 1: return fn(integral_constant<int, 8>{}, integral_constant<int, 1>{});
+    case 8 * 16 + 2: return fn(integral_constant<int, 8>{}, integral_constant<int, 2>{});
+    case 8 * 16 + 4: return fn(integral_constant<int, 8>{}, integral_constant<int, 4>{});
+    case 8 * 16 + 8:
+      if constexpr (kWide8) return fn(integral_constant<int, 8>{}, integral_constant<int, 8>{});
+      break;
+    case 4 * 16 + 1: return fn(integral_constant<int, 4>{}, integral_constant<int, 1>{});
+    case 4 * 16 + 2: return fn(integral_constant<int, 4>{}, integral_constant<int, 2>{});
+    case 4 * 16 + 4: return fn(integral_constant<int, 4>{}, integral_constant<int, 4>{});
+    case 4 * 16 + 8: return fn(integral_constant<int, 4>{}, integral_constant<int, 8>{});
+    default: break;
   }
-  backward_with<VEC, CPT, kMixed>(a, l, RingLayout{}, device, sm_margin, stream);
+  sy::fail(SY_ERR_INTERNAL, std::string("te: no ") + kernel + " for " + std::to_string(layout.vec) +
+                                " x " + std::to_string(layout.chunks_per_thread) +
+                                " elements per thread");
 }
 
 }  // namespace
 
 void launch_norm_forward(const NormForwardArgs& a, const NormLayout& layout, int device,
                          int sm_margin, void* stream) {
-  switch (layout.vec * 16 + layout.chunks_per_thread) {
-    case 8 * 16 + 1: forward_for<8, 1>(a, layout, device, sm_margin, stream); break;
-    case 8 * 16 + 2: forward_for<8, 2>(a, layout, device, sm_margin, stream); break;
-    case 8 * 16 + 4: forward_for<8, 4>(a, layout, device, sm_margin, stream); break;
-    case 8 * 16 + 8: forward_for<8, 8>(a, layout, device, sm_margin, stream); break;
-    case 4 * 16 + 1: forward_for<4, 1>(a, layout, device, sm_margin, stream); break;
-    case 4 * 16 + 2: forward_for<4, 2>(a, layout, device, sm_margin, stream); break;
-    case 4 * 16 + 4: forward_for<4, 4>(a, layout, device, sm_margin, stream); break;
-    case 4 * 16 + 8: forward_for<4, 8>(a, layout, device, sm_margin, stream); break;
-    default:
-      sy::fail(SY_ERR_INTERNAL, "te: no normalization kernel for " + std::to_string(layout.vec) +
-                                    " x " + std::to_string(layout.chunks_per_thread) +
-                                    " elements per thread");
-  }
+  with_layout<true>(layout, "norm_forward_kernel", [&](auto vec, auto cpt) {
+    forward_for<decltype(vec)::value, decltype(cpt)::value>(a, layout, device, sm_margin, stream);
+  });
   check_cuda(cudaGetLastError(), "launching norm_forward_kernel");
 }
 
 void launch_norm_backward(const NormBackwardArgs& a, const NormLayout& layout, int device,
                           int sm_margin, void* stream) {
-  switch (layout.vec * 16 + layout.chunks_per_thread) {
-    case 8 * 16 + 1: backward_for<8, 1>(a, layout, device, sm_margin, stream); break;
-    case 8 * 16 + 2: backward_for<8, 2>(a, layout, device, sm_margin, stream); break;
-    case 8 * 16 + 4: backward_for<8, 4>(a, layout, device, sm_margin, stream); break;
-    case 4 * 16 + 1: backward_for<4, 1>(a, layout, device, sm_margin, stream); break;
-    case 4 * 16 + 2: backward_for<4, 2>(a, layout, device, sm_margin, stream); break;
-    case 4 * 16 + 4: backward_for<4, 4>(a, layout, device, sm_margin, stream); break;
-    case 4 * 16 + 8: backward_for<4, 8>(a, layout, device, sm_margin, stream); break;
-    default:
-      sy::fail(SY_ERR_INTERNAL, "te: no normalization kernel for " + std::to_string(layout.vec) +
-                                    " x " + std::to_string(layout.chunks_per_thread) +
-                                    " elements per thread");
-  }
+  with_layout<false>(layout, "norm_backward_kernel", [&](auto vec, auto cpt) {
+    backward_for<decltype(vec)::value, decltype(cpt)::value>(a, layout, device, sm_margin, stream);
+  });
   check_cuda(cudaGetLastError(), "launching norm_backward_kernel");
 }
 
