@@ -32,9 +32,19 @@ void launch_ce_fused(const CeKernelArgs& a, DType logits, DType grad, int thread
 bool ce_slices_available(const CeKernelArgs& a, DType logits, DType grad, int threads,
                          int device);
 
-// As launch_ce_stats, with the row cut into a.cluster slices (one thread-block cluster a row).
+// As launch_ce_stats, with the row cut into a.cluster slices: the streamed kernel when the
+// logits fit it, else one thread-block cluster a row.
 void launch_ce_slice_stats(const CeKernelArgs& a, DType logits, int threads, int device,
                            void* stream);
+
+// Whether launch_ce_stream_stats can take these logits: every row can be bulk-copied
+// (16-byte aligned base and row stride).
+bool ce_stream_stats_fits(const CeKernelArgs& a, DType logits);
+
+// As launch_ce_slice_stats, with the same bits (ce_stream_kernels.cu): resident blocks read
+// their rows through a ring of shared-memory stages. Needs ce_stream_stats_fits.
+void launch_ce_stream_stats(const CeKernelArgs& a, DType logits, int threads, int device,
+                            void* stream);
 
 // tp_size 1 grad in forward: lse, loss (argmax) and the gradient, one HBM read of the row.
 void launch_ce_slice_fused(const CeKernelArgs& a, DType logits, DType grad, int threads,

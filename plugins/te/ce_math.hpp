@@ -55,9 +55,12 @@ TE_HD float ce_tree_max(const float (&v)[N]) {
 // Folds group `group` of N logits (padding past the row holds -inf: exp 0, never the max).
 // With kSmoothing, `in_row[k]` says whether element k is a column of the row (only those
 // enter the sum of logits; a real -inf logit does, padding does not).
+//
+// `group_max` is the largest of v (any order: max is exact; ce_run_add takes the tree's): the
+// kernels take it from the packed 16-bit logits, two per instruction.
 template <bool kSmoothing, int N>
-TE_HD void ce_run_add(CeRun& r, const float (&v)[N], int group, const bool (&in_row)[N]) {
-  const float group_max = ce_tree_max<0, N>(v);
+TE_HD void ce_run_add_max(CeRun& r, const float (&v)[N], float group_max, int group,
+                          const bool (&in_row)[N]) {
   if (group_max > r.max) {
     // New max: rescale the sum once. max = -inf before: 2^-inf = 0 rescales the empty sum.
     const float bias = -group_max * kLog2e;
@@ -89,6 +92,11 @@ TE_HD float ce_grad_other(float z, float neg_lse_log2e, float g, float q_other) 
     return g * (p - q_other);
   else
     return g * p;
+}
+
+template <bool kSmoothing, int N>
+TE_HD void ce_run_add(CeRun& r, const float (&v)[N], int group, const bool (&in_row)[N]) {
+  ce_run_add_max<kSmoothing>(r, v, ce_tree_max<0, N>(v), group, in_row);
 }
 
 // The first of N logits equal to `max` (N when none): the argmax inside the recorded group.

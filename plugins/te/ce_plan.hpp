@@ -39,6 +39,12 @@ constexpr int kCeSliceBlocksPerSm = 3;
 constexpr int kCeSliceChunksPerThread = 16;  // at most, per slice
 constexpr int kCeSliceUnroll = 4;            // chunks per thread in one piece
 constexpr int kCeSlicePieces = kCeSliceChunksPerThread / kCeSliceUnroll;
+// The streamed statistics kernel (ce_stream_kernels.cu), the plain forward for logits that can
+// be bulk-copied: same slices, same threads, same bits, but a resident block reads its rows
+// group by group through a ring of kCeStreamStages stages (a group of 256 threads: 16 KiB, so
+// 96 KiB a block, two blocks and 192 KiB of loads in flight per multiprocessor).
+constexpr int kCeStreamStages = 4;
+constexpr int kCeStreamBlocksPerSm = 3;
 
 struct CePlan {
   DType logits = DType::F32;

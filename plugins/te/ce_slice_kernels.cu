@@ -35,6 +35,7 @@
 #include "ce_device.cuh"
 #include "ce_math.hpp"
 #include "ce_plan.hpp"
+#include "ce_slice.cuh"
 #include "cuda_support.hpp"
 
 #include <switchyard/cuda/bulk_copy.cuh>
@@ -53,41 +54,22 @@ namespace {
 
 enum class SliceMode { Stats, Fused, Grad };
 
-// A block's contribution to its row, read by the other blocks of the cluster.
-struct SlicePartial {
-  float max;
-  float sum_exp;
-  float sum_logits;
-  float target;  // the label's logit in the block whose slice holds it, 0 elsewhere
-  int64_t argmax;
-};
-
-// The row's statistics: the partials of ranks 0, 1, ..., C - 1 merged in that order.
+// The row's statistics: the partials of ranks 0, 1, ..., C - 1 (read from each block's shared
+// memory) folded in that order.
 __device__ __forceinline__ SlicePartial merge_cluster(const SlicePartial& mine, int cluster) {
   if (cluster == 1) return mine;
-  SlicePartial out{};
-  CeState st = ce_state_init();
+  SlicePartial row{};
   for (int r = 0; r < cluster; ++r) {
     const auto rank = static_cast<uint32_t>(r);
-    CeState s;
+    SlicePartial s;
     s.max = cluster_load_f32(cluster_address(&mine.max, rank));
     s.sum_exp = cluster_load_f32(cluster_address(&mine.sum_exp, rank));
     s.sum_logits = cluster_load_f32(cluster_address(&mine.sum_logits, rank));
     s.argmax = cluster_load_s64(cluster_address(&mine.argmax, rank));
-    const float target = cluster_load_f32(cluster_address(&mine.target, rank));
-    if (r == 0) {
-      st = s;
-      out.target = target;
-    } else {
-      st = ce_merge(st, s);
-      out.target += target;  // only the owning block's is not 0: exact
-    }
+    s.target = cluster_load_f32(cluster_address(&mine.target, rank));
+    fold_slice(row, s, r);
   }
-  out.max = st.max;
-  out.sum_exp = st.sum_exp;
-  out.sum_logits = st.sum_logits;
-  out.argmax = st.argmax;
-  return out;
+  return row;
 }
 
 // kArgmax: the argmax is asked for; kSmoothing: label smoothing (the sum of logits). Neither
@@ -110,11 +92,11 @@ __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeSliceBlocksPerSm)
   const int64_t row = a.row_base + blockIdx.x / static_cast<unsigned>(cluster);
   const int T = static_cast<int>(blockDim.x);
   const int tid = static_cast<int>(threadIdx.x);
-  const int64_t first = static_cast<int64_t>(rank) * a.slice_chunks;  // the slice's first chunk
-  const int n = static_cast<int>(max(int64_t{0}, min(int64_t{a.slice_chunks}, a.chunks - first)));
+  const SliceSpan span = slice_span<VEC>(a, rank);
+  const int64_t first = span.first;
+  const int n = span.chunks;
+  const int elements = span.elements;
   const int64_t col_first = first * VEC;
-  const int elements =
-      static_cast<int>(max(int64_t{0}, min(int64_t{n} * VEC, a.vocab_local - col_first)));
   const raw* z = static_cast<const raw*>(a.logits) + row * a.logits_stride;
   graw* out = M == SliceMode::Stats ? nullptr : static_cast<graw*>(a.grad) + row * a.grad_stride;
   const RowLabel lab = row_label(a, row);
@@ -159,48 +141,23 @@ __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeSliceBlocksPerSm)
   if constexpr (M != SliceMode::Grad) {
     // Group g of this thread: chunks g * 4T + u * T + tid, u = 0..3 (the shared memory is
     // padded with -inf to whole groups, so no chunk is masked), folded by ce_run_add.
-    constexpr int N = kCeSliceUnroll * VEC;
     CeRun run = ce_run_init();
     for (int c0 = 0, g = 0; c0 < n; c0 += piece_chunks, ++g) {
       if (c0 < whole) cuda::mbarrier_wait(&piece_done[g], 0);
       Chunk pk[kCeSliceUnroll];
 #pragma unroll
       for (int u = 0; u < kCeSliceUnroll; ++u) memcpy(&pk[u], &slice[c0 + u * T + tid], 16);
-      float v[N];
-#pragma unroll
-      for (int u = 0; u < kCeSliceUnroll; ++u) {
-        float c[VEC];
-        unpack(pk[u], c);
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) v[u * VEC + k] = c[k];
-      }
-      bool in_row[N];
-      if constexpr (kSmoothing) {
-#pragma unroll
-        for (int u = 0; u < kCeSliceUnroll; ++u)
-#pragma unroll
-          for (int k = 0; k < VEC; ++k) in_row[u * VEC + k] = (c0 + u * T + tid) * VEC + k < elements;
-      }
-      ce_run_add<kSmoothing>(run, v, g, in_row);
+      fold_group<D, kSmoothing>(run, pk, g, c0 + tid, T, elements);
     }
     CeState st{run.max, run.sum_exp, run.sum_logits, kNoArgmax};
     if (kArgmax && run.group >= 0) {
       // The lowest column of the max among this thread's chunks: the first element equal to
       // it in its first group that reached it (still in shared memory).
       const int c0 = run.group * piece_chunks;
-      float v[N];
+      Chunk pk[kCeSliceUnroll];
 #pragma unroll
-      for (int u = 0; u < kCeSliceUnroll; ++u) {
-        Chunk pk;
-        memcpy(&pk, &slice[c0 + u * T + tid], 16);
-        float c[VEC];
-        unpack(pk, c);
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) v[u * VEC + k] = c[k];
-      }
-      const int at = ce_first_equal(v, run.max);
-      const int u = at / VEC;
-      st.argmax = col_first + static_cast<int64_t>(c0 + u * T + tid) * VEC + (at - u * VEC);
+      for (int u = 0; u < kCeSliceUnroll; ++u) memcpy(&pk[u], &slice[c0 + u * T + tid], 16);
+      st.argmax = col_first + group_argmax<D>(pk, run.max, c0 + tid, T);
     }
     st = block_merge(st, scratch);
     if (tid == 0) {
@@ -298,8 +255,6 @@ __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeSliceBlocksPerSm)
 
 // ---- launch ---------------------------------------------------------------------------------
 
-constexpr size_t kSliceSharedMax = static_cast<size_t>(kCeSliceMaxChunks) * 16;
-
 // The slice rounded up to whole groups of kCeSliceUnroll x threads chunks (<= 64 KiB, as
 // threads x kCeSliceChunksPerThread >= slice_chunks and threads <= 256).
 size_t slice_shared_bytes(const CeKernelArgs& a, int threads) {
@@ -307,17 +262,12 @@ size_t slice_shared_bytes(const CeKernelArgs& a, int threads) {
   return static_cast<size_t>((a.slice_chunks + group - 1) / group * group) * 16;
 }
 
-// Raises the kernel's dynamic shared memory limit to 64 KiB, once per device.
+// Lets the kernel take its slice (up to 64 KiB of dynamic shared memory), once per device.
 template <DType D, DType G, SliceMode M, bool A, bool S>
 void allow_slice_shared(int device) {
-  static std::atomic<uint64_t> raised{0};  // one bit per device id < 64
-  const uint64_t bit = device >= 0 && device < 64 ? (uint64_t{1} << device) : 0;
-  if (bit != 0 && (raised.load(std::memory_order_acquire) & bit) != 0) return;
-  check_cuda(cudaFuncSetAttribute(ce_slice_kernel<D, G, M, A, S>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(kSliceSharedMax)),
-             "cudaFuncSetAttribute(ce_slice_kernel, max dynamic shared memory)");
-  raised.fetch_or(bit, std::memory_order_acq_rel);
+  static std::atomic<uint64_t> raised{0};
+  allow_all_shared(reinterpret_cast<const void*>(ce_slice_kernel<D, G, M, A, S>), device,
+                   "ce_slice_kernel", raised);
 }
 
 cudaLaunchConfig_t slice_config(const CeKernelArgs& a, int64_t rows, int threads,
@@ -454,6 +404,7 @@ bool ce_slices_available(const CeKernelArgs& a, DType logits, DType grad, int th
 
 void launch_ce_slice_stats(const CeKernelArgs& a, DType logits, int threads, int device,
                            void* stream) {
+  if (ce_stream_stats_fits(a, logits)) return launch_ce_stream_stats(a, logits, threads, device, stream);
   switch (logits) {
     case DType::BF16: stats_for<DType::BF16>(a, threads, device, stream); break;
     case DType::F16: stats_for<DType::F16>(a, threads, device, stream); break;

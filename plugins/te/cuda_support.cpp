@@ -134,6 +134,19 @@ int blocks_per_multiprocessor(const void* kernel, int threads, std::size_t share
   return blocks;
 }
 
+void allow_all_shared(const void* kernel, int device, const char* name,
+                      std::atomic<std::uint64_t>& raised) {
+  const std::uint64_t bit = device >= 0 && device < 64 ? (std::uint64_t{1} << device) : 0;
+  if (bit != 0 && (raised.load(std::memory_order_acquire) & bit) != 0) return;
+  cudaFuncAttributes attributes{};
+  check_cuda(cudaFuncGetAttributes(&attributes, kernel), std::string("cudaFuncGetAttributes(") + name + ")");
+  const int limit = device_info(device).max_shared_per_block_optin -
+                    static_cast<int>(attributes.sharedSizeBytes);
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit),
+             std::string("cudaFuncSetAttribute(") + name + ", max dynamic shared memory)");
+  raised.fetch_or(bit, std::memory_order_acq_rel);
+}
+
 DeviceGuard::DeviceGuard(int device) : device_(device) {
   check_cuda(cudaGetDevice(&previous_), "cudaGetDevice");
   if (previous_ == device) return;

@@ -7,7 +7,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace switchyard::te {
@@ -44,6 +46,12 @@ DeviceInfo device_info(int device);
 // dynamic shared memory (cached per kernel, block, memory and device); at least 1.
 int blocks_per_multiprocessor(const void* kernel, int threads, std::size_t shared_bytes,
                               int device);
+
+// Lets `kernel` take all the dynamic shared memory a block may opt into on `device` (the
+// default is 48 KiB less its static shared memory), once per device; `raised` is the kernel's
+// own record of the devices done (a static of its instantiation: one bit per device id < 64).
+void allow_all_shared(const void* kernel, int device, const char* name,
+                      std::atomic<std::uint64_t>& raised);
 
 // Makes `device` current for the lifetime of the guard (the kernels are launched there, on
 // the caller's stream) and restores the caller's device afterwards.

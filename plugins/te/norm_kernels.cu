@@ -655,23 +655,6 @@ RingLayout with_stages(RingLayout r, const void* kernel, int threads, int device
 
 size_t ring_bytes(const RingLayout& r) { return static_cast<size_t>(r.stages) * r.stage_bytes; }
 
-// Lets `kernel` take all the dynamic shared memory a block may opt into on `device` (the
-// default is 48 KiB less its static shared memory), once per device; `raised` is the kernel's
-// own record of the devices done.
-template <class Kernel>
-void allow_large_ring(Kernel kernel, size_t shared, int device, const char* name,
-                      std::atomic<uint64_t>& raised) {
-  const uint64_t bit = device < 64 ? (uint64_t{1} << device) : 0;
-  if (shared == 0 || (bit != 0 && (raised.load(std::memory_order_acquire) & bit) != 0)) return;
-  cudaFuncAttributes attributes{};
-  check_cuda(cudaFuncGetAttributes(&attributes, kernel), std::string("cudaFuncGetAttributes(") + name + ")");
-  const int limit = device_info(device).max_shared_per_block_optin -
-                    static_cast<int>(attributes.sharedSizeBytes);
-  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit),
-             std::string("cudaFuncSetAttribute(") + name + ", max dynamic shared memory)");
-  raised.fetch_or(bit, std::memory_order_acq_rel);
-}
-
 // Persistent grid: (multiprocessors - sm_margin) x blocks per multiprocessor, at most `units`.
 int grid_for(const void* kernel, int block, size_t shared, int64_t units, int device,
              int sm_margin) {
@@ -718,7 +701,7 @@ void forward_with(const NormForwardArgs& a, const NormLayout& l, const RingLayou
   if (D != kMixed && ring.stages == 0)
     sy::fail(SY_ERR_INTERNAL, "te: norm_forward_kernel streamed without a ring");
   static std::atomic<uint64_t> raised{0};  // this instantiation's
-  allow_large_ring(kernel, shared, device, "norm_forward_kernel", raised);
+  if (shared != 0) allow_all_shared(reinterpret_cast<const void*>(kernel), device, "norm_forward_kernel", raised);
   const int grid = grid_for(reinterpret_cast<const void*>(kernel), l.threads, shared, a.rows,
                             device, sm_margin);
   kernel<<<grid, l.threads, shared, stream_of(stream)>>>(a, ring);
@@ -758,7 +741,7 @@ void backward_with(const NormBackwardArgs& a, const NormLayout& l, const RingLay
   if (D != kMixed && ring.stages == 0)
     sy::fail(SY_ERR_INTERNAL, "te: norm_backward_kernel streamed without a ring");
   static std::atomic<uint64_t> raised{0};  // this instantiation's
-  allow_large_ring(kernel, shared, device, "norm_backward_kernel", raised);
+  if (shared != 0) allow_all_shared(reinterpret_cast<const void*>(kernel), device, "norm_backward_kernel", raised);
   const int grid = grid_for(reinterpret_cast<const void*>(kernel), l.threads, shared,
                             a.chunk_count, device, sm_margin);
   kernel<<<grid, l.threads, shared, stream_of(stream)>>>(a, ring);

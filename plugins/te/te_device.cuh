@@ -226,21 +226,31 @@ __device__ __forceinline__ CeState shfl_down(const CeState& s, int offset) {
   return o;
 }
 
+// The two stages of block_merge, for kernels that merge several sets of states with one
+// barrier: warp_merge folds the lanes of a warp pairwise (the result in lane 0), merge_warps
+// folds `warps` per-warp results in warp order.
+__device__ __forceinline__ CeState warp_merge(CeState s) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) s = ce_merge(s, shfl_down(s, offset));
+  return s;
+}
+
+__device__ __forceinline__ CeState merge_warps(const CeState* per_warp, int warps) {
+  CeState s = per_warp[0];
+  for (int w = 1; w < warps; ++w) s = ce_merge(s, per_warp[w]);
+  return s;
+}
+
 // Merges the CeState of every thread of the block (blockDim.x a multiple of 32, <= 1024) in a
 // fixed tree: lanes pairwise within each warp, then the warps in order by thread 0. The
 // result is valid in thread 0 only. `scratch` holds 32 states; one __syncthreads inside.
 __device__ __forceinline__ CeState block_merge(CeState s, CeState* scratch) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) s = ce_merge(s, shfl_down(s, offset));
+  s = warp_merge(s);
   const int warps = static_cast<int>(blockDim.x) / 32;
   if (warps == 1) return s;
-  const int warp = static_cast<int>(threadIdx.x) / 32;
-  if ((threadIdx.x & 31) == 0) scratch[warp] = s;
+  if ((threadIdx.x & 31) == 0) scratch[threadIdx.x / 32] = s;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    s = scratch[0];
-    for (int w = 1; w < warps; ++w) s = ce_merge(s, scratch[w]);
-  }
+  if (threadIdx.x == 0) s = merge_warps(scratch, warps);
   return s;
 }
 

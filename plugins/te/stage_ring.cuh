@@ -1,0 +1,67 @@
+// A ring of shared-memory stages that bulk copies fill ahead of the threads reading them, one
+// mbarrier per stage: the loads of several stages are in flight while the block works on an
+// earlier one, whatever its registers. Used by te's streamed kernels (norm_kernels.cu,
+// ce_stream_kernels.cu). Included by .cu files only.
+//
+// Iteration i of a block uses stage i % stages, in phase (i / stages) & 1 of its barrier.
+// Protocol: thread 0 init()s, then the block passes a __syncthreads(); thread 0 arm()s
+// iteration i (and issues its bulk copies) before any thread wait()s on it; a stage is armed
+// again only once every reader is done with it: after a block barrier and a bulk_reuse_fence,
+// or, with `empty` barriers, once wait_released() returns (each reader release()s it).
+#ifndef SWITCHYARD_TE_STAGE_RING_CUH
+#define SWITCHYARD_TE_STAGE_RING_CUH
+
+#include <switchyard/cuda/bulk_copy.cuh>
+
+#include <cstdint>
+
+namespace switchyard::te {
+
+struct StageRing {
+  unsigned char* memory;  // stages x stage_bytes, 128-byte aligned
+  uint64_t* full;         // per stage: its copies have landed
+  uint64_t* empty;        // per stage: its readers are done (NULL: the block syncs instead)
+  uint32_t stages;
+  uint32_t stage_bytes;
+
+  // Thread 0 only; `readers` arrivals release a stage (with `empty`).
+  __device__ void init(uint32_t readers = 1) const {
+    for (uint32_t s = 0; s < stages; ++s) {
+      cuda::mbarrier_init(&full[s], 1);
+      if (empty != nullptr) cuda::mbarrier_init(&empty[s], readers);
+    }
+    cuda::bulk_barrier_init_fence();
+  }
+
+  __device__ unsigned char* stage(uint32_t iteration) const {
+    return memory + (iteration % stages) * stage_bytes;
+  }
+
+  // Thread 0 only: iteration `iteration` completes once `bytes` bytes (0: at once) of bulk
+  // copies into its stage have landed; issue them after this.
+  __device__ uint64_t* arm(uint32_t iteration, uint32_t bytes) const {
+    uint64_t* bar = &full[iteration % stages];
+    cuda::mbarrier_expect_bytes(bar, bytes);
+    return bar;
+  }
+
+  // The stage of `iteration` once its copies have landed.
+  __device__ const unsigned char* wait(uint32_t iteration) const {
+    cuda::mbarrier_wait(&full[iteration % stages], (iteration / stages) & 1u);
+    return stage(iteration);
+  }
+
+  // One reader (e.g. a warp's lane 0, after __syncwarp) is done with `iteration`'s stage.
+  __device__ void release(uint32_t iteration) const { cuda::mbarrier_arrive(&empty[iteration % stages]); }
+
+  // Thread 0, before re-arming the stage of `iteration` (with iteration + stages): every reader
+  // has released it.
+  __device__ void wait_released(uint32_t iteration) const {
+    cuda::mbarrier_wait(&empty[iteration % stages], (iteration / stages) & 1u);
+    cuda::bulk_reuse_fence();
+  }
+};
+
+}  // namespace switchyard::te
+
+#endif
