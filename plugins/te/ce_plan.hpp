@@ -43,8 +43,8 @@ constexpr int kCeSlicePieces = kCeSliceChunksPerThread / kCeSliceUnroll;
 // be bulk-copied: same slices, same threads, same bits, but a resident block reads its rows
 // group by group through a ring of kCeStreamStages stages (a group of 256 threads: 16 KiB, so
 // 96 KiB a block, two blocks and 192 KiB of loads in flight per multiprocessor).
-constexpr int kCeStreamStages = 4;
-constexpr int kCeStreamBlocksPerSm = 3;
+constexpr int kCeStreamStages = 3;
+constexpr int kCeStreamBlocksPerSm = 4;
 
 struct CePlan {
   DType logits = DType::F32;

@@ -33,96 +33,83 @@
 namespace switchyard::te {
 namespace {
 
-// Thread 0's cursor over the groups of its block, in the order they are read: row, slice
-// (rank), group; row = -1 past the block's last row (every slice of a real row has at least
-// one group). Kept in shared memory: only thread 0 uses it, and registers are what limits
-// the blocks per multiprocessor.
+// Where iteration j of a block reads: the block's rows are blockIdx.x, + gridDim.x, ...; a row
+// is `per_row` groups, slice after slice (every slice but the last has `per_slice` groups).
+// A function of j alone, so whichever warp frees a stage can arm its next iteration.
 template <int VEC>
-struct GroupCursor {
-  int64_t row;
-  SliceSpan span;
-  int rank;
-  int group;
-  int groups;
-  uint32_t filled;  // iterations armed so far
+struct GroupMap {
+  int group_chunks;
+  int per_slice;
+  int per_row;
+  int64_t iterations;  // of this block
 
-  __device__ void start(const CeKernelArgs& a, int group_chunks) {
-    row = static_cast<int64_t>(blockIdx.x) < a.rows ? static_cast<int64_t>(blockIdx.x) : -1;
-    rank = 0;
-    group = 0;
-    filled = 0;
-    enter_slice(a, group_chunks);
+  __device__ GroupMap(const CeKernelArgs& a, int chunks_per_group) : group_chunks(chunks_per_group) {
+    per_slice = (a.slice_chunks + group_chunks - 1) / group_chunks;
+    const int last = (slice_span<VEC>(a, a.cluster - 1).chunks + group_chunks - 1) / group_chunks;
+    per_row = (a.cluster - 1) * per_slice + last;
+    const int64_t rows = a.rows > blockIdx.x ? (a.rows - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+    iterations = rows * per_row;
   }
 
-  __device__ void enter_slice(const CeKernelArgs& a, int group_chunks) {
-    span = slice_span<VEC>(a, rank);
-    groups = (span.chunks + group_chunks - 1) / group_chunks;
-  }
-
-  __device__ void advance(const CeKernelArgs& a, int group_chunks) {
-    if (row < 0) return;
-    if (++group < groups) return;
-    group = 0;
-    do {
-      if (++rank == a.cluster) {
-        rank = 0;
-        row += gridDim.x;
-        if (row >= a.rows) {
-          row = -1;
-          return;
-        }
-      }
-      enter_slice(a, group_chunks);
-    } while (groups == 0);
-  }
-
-  // Arms the next iteration with the bulk copy of this group's whole chunks (none past the
-  // slice's columns; the last partial chunk and the padding are read by the threads), then
-  // moves on.
+  // Arms iteration j with the bulk copy of its group's whole chunks (none past the slice's
+  // columns; the last partial chunk and the padding are read by the threads).
   template <class Raw>
-  __device__ void fill_next(const StageRing& ring, const CeKernelArgs& a, int group_chunks) {
+  __device__ void fill(const StageRing& ring, const CeKernelArgs& a, uint32_t j) const {
+    const int64_t row = blockIdx.x + static_cast<int64_t>(j / per_row) * gridDim.x;
+    const int in_row = static_cast<int>(j % per_row);
+    const int rank = min(in_row / per_slice, a.cluster - 1);
+    const int group = in_row - rank * per_slice;
+    const SliceSpan span = slice_span<VEC>(a, rank);
     const int whole = span.elements / VEC;
     const int count = min(group_chunks, max(0, whole - group * group_chunks));
     const auto bytes = static_cast<uint32_t>(count) * 16u;
-    uint64_t* bar = ring.arm(filled, bytes);
+    uint64_t* bar = ring.arm(j, bytes);
     if (count > 0) {
       const Raw* src = static_cast<const Raw*>(a.logits) + row * a.logits_stride +
                        (span.first + static_cast<int64_t>(group) * group_chunks) * VEC;
-      cuda::bulk_load(ring.stage(filled), src, bytes, bar);
+      cuda::bulk_load(ring.stage(j), src, bytes, bar);
     }
-    ++filled;
-    advance(a, group_chunks);
   }
 };
 
+// A warp has its chunks of iteration `it`: it releases the stage, and the last warp to do so
+// arms it with the iteration `stages` ahead. No warp waits for another's compute.
+template <class Raw, int VEC>
+__device__ __forceinline__ void release_stage(const StageRing& ring, const GroupMap<VEC>& map,
+                                              const CeKernelArgs& a, uint32_t it, int warps) {
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0 && ring.release(it, static_cast<uint32_t>(warps)) &&
+      it + ring.stages < map.iterations)
+    map.template fill<Raw>(ring, a, it + ring.stages);
+}
+
 template <DType D, bool kArgmax, bool kSmoothing>
 __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeStreamBlocksPerSm)
-    ce_stream_stats_kernel(CeKernelArgs a, uint32_t stages) {
+    ce_stream_stats_kernel(CeKernelArgs a) {
   using raw = typename DT<D>::raw;
   constexpr int VEC = chunk_elements<D>();
   using Chunk = Pack<D, VEC>;
   extern __shared__ __align__(128) unsigned char ring_memory[];
   __shared__ uint64_t full[kCeStreamStages];
-  __shared__ uint64_t empty[kCeStreamStages];
-  // Per slice of the row, per warp: the warp's merged state (and the slice's target logit).
-  // Two rows alternate, so the warps fill one while thread 0 reads the other.
+  __shared__ uint32_t released[kCeStreamStages];
+  // Per slice of the row, per warp: the warp's merged state. Two rows alternate, so the warps
+  // fill one while thread 0 reads the other.
   __shared__ CeState warp_states[2][kCeSliceMaxCluster][kCeSliceMaxThreads / 32];
 
   const int T = static_cast<int>(blockDim.x);
   const int tid = static_cast<int>(threadIdx.x);
+  const int warps = T / 32;
   const int P = T * kCeSliceUnroll;  // chunks of a group
-  const StageRing ring{ring_memory, full, empty, stages, static_cast<uint32_t>(P) * 16u};
+  // A compile-time stage count: the stage and phase of an iteration cost a multiply.
+  constexpr uint32_t stages = kCeStreamStages;
+  const StageRing ring{ring_memory, full, released, stages, static_cast<uint32_t>(P) * 16u};
+  const GroupMap<VEC> map(a, P);
 
-  __shared__ GroupCursor<VEC> next;  // thread 0's
-  if (tid == 0) {
-    ring.init(static_cast<uint32_t>(T / 32));  // a warp releases a stage
-    next.start(a, P);
-  }
+  if (tid == 0) ring.init();
   __syncthreads();
   if (tid == 0)
-    while (next.filled < stages && next.row >= 0) next.template fill_next<raw>(ring, a, P);
+    for (uint32_t j = 0; j < stages && j < map.iterations; ++j) map.template fill<raw>(ring, a, j);
 
-  const int warps = T / 32;
   uint32_t it = 0;
   int parity = 0;
   for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x, parity ^= 1) {
@@ -134,24 +121,13 @@ __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeStreamBlocksPerSm)
       CeRun run = ce_run_init();
       for (int c0 = 0, g = 0; c0 < span.chunks; c0 += P, ++g, ++it) {
         const auto* stage = reinterpret_cast<const uint4*>(ring.wait(it));
-        // After a warp has its chunks: it releases the stage, and thread 0 re-arms the
-        // previous group's stage (one group of slack: by then its slowest warp has most
-        // likely released it, so warp 0 seldom waits and no warp waits for another's compute).
-        const auto stage_read = [&] {
-          __syncwarp();
-          if ((tid & 31) == 0) ring.release(it);
-          if (tid == 0 && it > 0 && next.row >= 0) {
-            ring.wait_released(it - 1);
-            next.template fill_next<raw>(ring, a, P);
-          }
-        };
         Chunk pk[kCeSliceUnroll];
         // Each path folds its own chunks: a shared fold after the branch would merge the two
         // paths' chunks as 16-bit values, unpacking and repacking every word.
         if (c0 + P <= whole) {  // every group of an aligned row but its last partial one
 #pragma unroll
           for (int u = 0; u < kCeSliceUnroll; ++u) memcpy(&pk[u], &stage[u * T + tid], 16);
-          stage_read();
+          release_stage<raw>(ring, map, a, it, warps);
           fold_group<D, kSmoothing>(run, pk, g, c0 + tid, T, span.elements);
         } else {
 #pragma unroll
@@ -162,7 +138,7 @@ __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeStreamBlocksPerSm)
             else
               load_chunk<Cache::Normal>(pk[u], zs, i, span.elements, false);
           }
-          stage_read();
+          release_stage<raw>(ring, map, a, it, warps);
           fold_group<D, kSmoothing>(run, pk, g, c0 + tid, T, span.elements);
         }
       }
@@ -207,31 +183,37 @@ size_t ring_bytes(int threads) {
   return static_cast<size_t>(kCeStreamStages) * static_cast<size_t>(threads) * kCeSliceUnroll * 16;
 }
 
+// Resident blocks of a streamed kernel on `device` (its shared-memory limit raised first),
+// at most `rows`: the grid.
+int stream_grid(const void* kernel, const char* name, std::atomic<uint64_t>& raised,
+                const CeKernelArgs& a, int threads, int device) {
+  allow_all_shared(kernel, device, name, raised);
+  const int64_t resident = int64_t{device_info(device).multiprocessors} *
+                           blocks_per_multiprocessor(kernel, threads, ring_bytes(threads), device);
+  return static_cast<int>(std::min<int64_t>(a.rows, resident));
+}
+
 template <DType D, bool A, bool S>
-void launch_stream(const CeKernelArgs& a, int threads, int device, void* stream) {
+void launch_stats(const CeKernelArgs& a, int threads, int device, void* stream) {
   const auto kernel = ce_stream_stats_kernel<D, A, S>;
   static std::atomic<uint64_t> raised{0};
-  allow_all_shared(reinterpret_cast<const void*>(kernel), device, "ce_stream_stats_kernel", raised);
-  const int64_t resident =
-      int64_t{device_info(device).multiprocessors} *
-      blocks_per_multiprocessor(reinterpret_cast<const void*>(kernel), threads, ring_bytes(threads), device);
-  const int blocks = static_cast<int>(std::min<int64_t>(a.rows, resident));
-  kernel<<<blocks, threads, ring_bytes(threads), static_cast<cudaStream_t>(stream)>>>(
-      a, static_cast<uint32_t>(kCeStreamStages));
+  const int blocks = stream_grid(reinterpret_cast<const void*>(kernel), "ce_stream_stats_kernel",
+                                 raised, a, threads, device);
+  kernel<<<blocks, threads, ring_bytes(threads), static_cast<cudaStream_t>(stream)>>>(a);
   check_cuda(cudaGetLastError(), "launch of ce_stream_stats_kernel");
 }
 
 template <DType D>
-void stream_for(const CeKernelArgs& a, int threads, int device, void* stream) {
+void stats_for(const CeKernelArgs& a, int threads, int device, void* stream) {
   const bool argmax = a.argmax != nullptr, smoothing = a.smoothing != 0;
   if (argmax && smoothing)
-    launch_stream<D, true, true>(a, threads, device, stream);
+    launch_stats<D, true, true>(a, threads, device, stream);
   else if (argmax)
-    launch_stream<D, true, false>(a, threads, device, stream);
+    launch_stats<D, true, false>(a, threads, device, stream);
   else if (smoothing)
-    launch_stream<D, false, true>(a, threads, device, stream);
+    launch_stats<D, false, true>(a, threads, device, stream);
   else
-    launch_stream<D, false, false>(a, threads, device, stream);
+    launch_stats<D, false, false>(a, threads, device, stream);
 }
 
 }  // namespace
@@ -245,9 +227,9 @@ bool ce_stream_stats_fits(const CeKernelArgs& a, DType logits) {
 void launch_ce_stream_stats(const CeKernelArgs& a, DType logits, int threads, int device,
                             void* stream) {
   switch (logits) {
-    case DType::BF16: stream_for<DType::BF16>(a, threads, device, stream); break;
-    case DType::F16: stream_for<DType::F16>(a, threads, device, stream); break;
-    default: stream_for<DType::F32>(a, threads, device, stream); break;
+    case DType::BF16: stats_for<DType::BF16>(a, threads, device, stream); break;
+    case DType::F16: stats_for<DType::F16>(a, threads, device, stream); break;
+    default: stats_for<DType::F32>(a, threads, device, stream); break;
   }
 }
 

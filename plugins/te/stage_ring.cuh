@@ -7,7 +7,7 @@
 // Protocol: thread 0 init()s, then the block passes a __syncthreads(); thread 0 arm()s
 // iteration i (and issues its bulk copies) before any thread wait()s on it; a stage is armed
 // again only once every reader is done with it: after a block barrier and a bulk_reuse_fence,
-// or, with `empty` barriers, once wait_released() returns (each reader release()s it).
+// or, with `released` counters, by the reader whose release() returns true.
 #ifndef SWITCHYARD_TE_STAGE_RING_CUH
 #define SWITCHYARD_TE_STAGE_RING_CUH
 
@@ -20,15 +20,15 @@ namespace switchyard::te {
 struct StageRing {
   unsigned char* memory;  // stages x stage_bytes, 128-byte aligned
   uint64_t* full;         // per stage: its copies have landed
-  uint64_t* empty;        // per stage: its readers are done (NULL: the block syncs instead)
+  uint32_t* released;     // per stage: readers done with it so far (NULL: the block syncs instead)
   uint32_t stages;
   uint32_t stage_bytes;
 
-  // Thread 0 only; `readers` arrivals release a stage (with `empty`).
-  __device__ void init(uint32_t readers = 1) const {
+  // Thread 0 only.
+  __device__ void init() const {
     for (uint32_t s = 0; s < stages; ++s) {
       cuda::mbarrier_init(&full[s], 1);
-      if (empty != nullptr) cuda::mbarrier_init(&empty[s], readers);
+      if (released != nullptr) released[s] = 0;
     }
     cuda::bulk_barrier_init_fence();
   }
@@ -51,14 +51,24 @@ struct StageRing {
     return stage(iteration);
   }
 
-  // One reader (e.g. a warp's lane 0, after __syncwarp) is done with `iteration`'s stage.
-  __device__ void release(uint32_t iteration) const { cuda::mbarrier_arrive(&empty[iteration % stages]); }
-
-  // Thread 0, before re-arming the stage of `iteration` (with iteration + stages): every reader
-  // has released it.
-  __device__ void wait_released(uint32_t iteration) const {
-    cuda::mbarrier_wait(&empty[iteration % stages], (iteration / stages) & 1u);
+  // One of `readers` readers (a warp's lane 0, after __syncwarp) is done with `iteration`'s
+  // stage. True for the last of them, which then owns the stage and must arm it again (with
+  // iteration + stages, if there is one): nobody waits for the slowest reader, it refills.
+  __device__ bool release(uint32_t iteration, uint32_t readers) const {
+    // acq_rel: this warp's reads of the stage happen before its count (release), and the last
+    // reader sees every other reader's reads done (acquire) before it refills.
+    uint32_t* count = &released[iteration % stages];
+    uint32_t before;
+    asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;"
+                 : "=r"(before)
+                 : "r"(cuda::shared_address(count))
+                 : "memory");
+    if (before + 1 != readers) return false;
+    // The last reader: the count starts again for the stage's next use, whose readers can
+    // only arrive after the refill this thread issues next.
+    *count = 0;
     cuda::bulk_reuse_fence();
+    return true;
   }
 };
 
