@@ -1,6 +1,7 @@
 // Cross entropy, host side (README.md, "Cross entropy"):
-//   tp_size 1:  slice Stats kernel (lse, loss, argmax), or slice Fused with grad in forward
-//   tp_size > 1: slice Stats (this rank's CeRowStats) -> all_gather -> ce_merge_kernel
+//   tp_size 1:  statistics (lse, loss, argmax): the streamed kernel for logits that can be
+//               bulk-copied, else slice Stats; or slice Fused with grad in forward
+//   tp_size > 1: statistics (this rank's CeRowStats) -> all_gather -> ce_merge_kernel
 //                (-> slice Grad with grad in forward)
 //   backward:   slice Grad kernel
 // (ce_stats_kernel / ce_fused_kernel / ce_grad_kernel for rows wider than 8 slices of 64 KiB,

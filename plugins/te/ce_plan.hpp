@@ -42,7 +42,8 @@ constexpr int kCeSlicePieces = kCeSliceChunksPerThread / kCeSliceUnroll;
 // The streamed statistics kernel (ce_stream_kernels.cu), the plain forward for logits that can
 // be bulk-copied: same slices, same threads, same bits, but a resident block reads its rows
 // group by group through a ring of kCeStreamStages stages (a group of 256 threads: 16 KiB, so
-// 96 KiB a block, two blocks and 192 KiB of loads in flight per multiprocessor).
+// 48 KiB a block; four blocks, 32 warps and 192 KiB of loads in flight per multiprocessor.
+// Measured on the H200, bf16 [2048, 131072]: 4 x 3 stages 0.162 ms, 3 x 4 stages 0.168).
 constexpr int kCeStreamStages = 3;
 constexpr int kCeStreamBlocksPerSm = 4;
 

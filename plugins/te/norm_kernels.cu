@@ -19,6 +19,7 @@
 #include "norm_kernels.hpp"
 
 #include "cuda_support.hpp"
+#include "stage_ring.cuh"
 #include "te_device.cuh"
 
 #include <switchyard/norm.h>
@@ -175,34 +176,31 @@ struct RingSources {
   int64_t stride[kMaxStreams];
 };
 
-// A ring of `stages` shared-memory stages, each with a barrier that completes when the bulk
-// copies of its rows have landed. Iteration i of a block uses stage i % stages, in phase
-// i / stages of its barrier.
+// The rows of a block through a StageRing (stage_ring.cuh): iteration i holds the block's i-th
+// row of every streamed tensor. Stages are released by a block barrier (the row's reduction).
 struct Ring {
   RingLayout layout;
-  unsigned char* memory;
-  uint64_t* full;
+  StageRing stages;
+
+  __device__ Ring(const RingLayout& l, unsigned char* memory, uint64_t* full)
+      : layout(l), stages{memory, full, nullptr, l.stages, l.stage_bytes} {}
 
   // Thread 0 only: copies row `row` of every streamed tensor into the stage of `iteration`.
   __device__ void fill(uint32_t iteration, int64_t row, const RingSources& src) const {
-    const uint32_t s = iteration % layout.stages;
     uint32_t total = 0;
 #pragma unroll
     for (int k = 0; k < kMaxStreams; ++k) total += layout.bytes[k];
-    cuda::mbarrier_expect_bytes(&full[s], total);
-    unsigned char* stage = memory + s * layout.stage_bytes;
+    uint64_t* bar = stages.arm(iteration, total);
+    unsigned char* stage = stages.stage(iteration);
 #pragma unroll
     for (int k = 0; k < kMaxStreams; ++k)
       if (layout.bytes[k] != 0)
-        cuda::bulk_load(stage + layout.offset[k], src.base[k] + row * src.stride[k], layout.bytes[k],
-                        &full[s]);
+        cuda::bulk_load(stage + layout.offset[k], src.base[k] + row * src.stride[k], layout.bytes[k], bar);
   }
 
   // The stage of `iteration` once its rows have landed.
   __device__ const char* wait(uint32_t iteration) const {
-    const uint32_t s = iteration % layout.stages;
-    cuda::mbarrier_wait(&full[s], (iteration / layout.stages) & 1u);
-    return reinterpret_cast<const char*>(memory + s * layout.stage_bytes);
+    return reinterpret_cast<const char*>(stages.wait(iteration));
   }
 
   // Initialises the barriers and starts the copies of the first `stages` iterations. `next`
@@ -210,10 +208,7 @@ struct Ring {
   // past the last), `filled` its count of iterations filled.
   template <class Cursor>
   __device__ void start(Cursor& next, uint32_t& filled, const RingSources& src) const {
-    if (threadIdx.x == 0) {
-      for (uint32_t s = 0; s < layout.stages; ++s) cuda::mbarrier_init(&full[s], 1);
-      cuda::bulk_barrier_init_fence();
-    }
+    if (threadIdx.x == 0) stages.init();
     __syncthreads();
     if (threadIdx.x == 0)
       for (; filled < layout.stages && next.row >= 0; ++filled, next.advance()) fill(filled, next.row, src);
