@@ -94,6 +94,20 @@ __device__ __forceinline__ float group_max(const Pack<D, chunk_elements<D>()> (&
   }
 }
 
+// A thread's group of chunks as floats, chunk u's elements at [u VEC, (u + 1) VEC).
+template <DType D>
+__device__ __forceinline__ void unpack_group(const Pack<D, chunk_elements<D>()> (&pk)[kCeSliceUnroll],
+                                             float (&v)[kCeSliceUnroll * chunk_elements<D>()]) {
+  constexpr int VEC = chunk_elements<D>();
+#pragma unroll
+  for (int u = 0; u < kCeSliceUnroll; ++u) {
+    float c[VEC];
+    unpack(pk[u], c);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) v[u * VEC + k] = c[k];
+  }
+}
+
 // Folds one group of a thread (its kCeSliceUnroll chunks g * 4T + u * T + t) into its run.
 // `group_first` is the slice-relative chunk of u = 0, `elements` the slice's columns (with
 // smoothing, only columns of the row enter the sum of logits; the -inf padding does not).
@@ -103,13 +117,7 @@ __device__ __forceinline__ void fold_group(CeRun& run, const Pack<D, chunk_eleme
   constexpr int VEC = chunk_elements<D>();
   constexpr int N = kCeSliceUnroll * VEC;
   float v[N];
-#pragma unroll
-  for (int u = 0; u < kCeSliceUnroll; ++u) {
-    float c[VEC];
-    unpack(pk[u], c);
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) v[u * VEC + k] = c[k];
-  }
+  unpack_group<D>(pk, v);
   bool in_row[N];
   if constexpr (kSmoothing) {
 #pragma unroll
@@ -128,13 +136,7 @@ __device__ __forceinline__ int64_t group_argmax(const Pack<D, chunk_elements<D>(
   constexpr int VEC = chunk_elements<D>();
   constexpr int N = kCeSliceUnroll * VEC;
   float v[N];
-#pragma unroll
-  for (int u = 0; u < kCeSliceUnroll; ++u) {
-    float c[VEC];
-    unpack(pk[u], c);
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) v[u * VEC + k] = c[k];
-  }
+  unpack_group<D>(pk, v);
   const int at = ce_first_equal(v, max);
   const int u = at / VEC;
   return static_cast<int64_t>(group_first + u * T) * VEC + (at - u * VEC);
