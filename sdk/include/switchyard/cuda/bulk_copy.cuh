@@ -45,12 +45,6 @@ __device__ __forceinline__ void mbarrier_expect_bytes(uint64_t* bar, uint32_t by
                : "memory");
 }
 
-// Arrives on `bar` once (a barrier initialised for several arrivals, e.g. one per warp that
-// releases a buffer); this thread's earlier accesses are released to the thread that waits.
-__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" ::"r"(shared_address(bar)) : "memory");
-}
-
 // Copies `bytes` bytes from global `src` into shared `dst`; completion is counted on `bar`.
 __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
   asm volatile(
