@@ -10,8 +10,8 @@
 // threads in the same order (fold_group), a slice's threads merged as block_merge merges them
 // (warp_merge, then merge_warps in warp order), the slices in rank order (fold_slice), and the
 // argmax found in the same group. One block barrier a row: thread 0 merges every slice's warps
-// while the other warps go on with the next row. Which block runs a row
-// changes nothing, so the grid may follow the device.
+// while the other warps go on with the next row. Which block runs a row changes nothing, so
+// the grid may follow the device.
 //
 // Used for logits whose every row can be bulk-copied (16-byte aligned base and row stride);
 // the slice kernel takes the others.
