@@ -110,9 +110,11 @@ __device__ __forceinline__ float raw_get(const RawChunk& c, int e, bool bf16) {
     return __uint_as_float(c.u[e]);
   } else {
     const uint32_t word = c.u[e >> 1];
+    // bf16 is the top half of an fp32: one shift or one mask (a shift back and forth would
+    // cost a byte permute as well).
+    if (bf16) return __uint_as_float((e & 1) != 0 ? word & 0xffff0000u : word << 16);
     const uint32_t bits = (e & 1) != 0 ? word >> 16 : word & 0xffffu;
-    return bf16 ? __uint_as_float(bits << 16)
-                : __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
   }
 }
 
@@ -270,13 +272,31 @@ __device__ __forceinline__ int64_t first_column(int thread, int c) {
 
 // ---- forward -------------------------------------------------------------------------------------
 
-// Rows stream through the ring exactly when the dtypes are known (D != kMixed): the host
-// picks that instantiation only for aligned rows whose stages fit.
-// One block of kNormMaxBlock threads a multiprocessor at least (the plan's blocks are smaller:
-// 128 threads at H = 4096), so the 32-element layouts keep their gamma without spilling.
-template <int VEC, int CPT, int D>
-__global__ void __launch_bounds__(kNormMaxBlock, 1)
-    norm_forward_kernel(NormForwardArgs a, RingLayout layout) {
+// The raw bits of 1 in dtype D, in every element of a chunk.
+template <int D>
+__device__ __forceinline__ RawChunk raw_ones() {
+  const uint32_t one = D == static_cast<int>(DType::F32)    ? 0x3f800000u
+                       : D == static_cast<int>(DType::BF16) ? 0x3f803f80u
+                                                             : 0x3c003c00u;
+  return RawChunk{{one, one, one, one}};
+}
+
+// Streamed with up to 32 elements a thread: a block's thread sees the same columns in every
+// row, so it keeps its gamma as raw bits from the start (weight has x's dtype) instead of
+// loading and converting it per row (Nsight Compute: 25 instructions per element, 16 of them
+// forming y; measured RMS 4096 forward 0.0833 -> 0.0810 ms). At 64 elements the extra
+// registers spill and LayerNorm 8192 got slower (0.192 -> 0.212 ms), so not there.
+template <int CPT, int D>
+constexpr bool kForwardGammaInRegisters = D != kMixed && CPT < 8;
+
+// The forward's rows. LAYER: LayerNorm (Chan's merge, y from h − mean), else RMS/L2 (the sum
+// of squares; y from h, which is (h − 0) exactly). ZC: zero-centred gamma kept in registers
+// (1 is added at compile time's say so); otherwise gamma in registers is gamma_eff itself or 1
+// without weight, and the other layouts load gamma per chunk and read zero_centered at run
+// time (ZC false). Rows stream through the ring exactly when the dtypes are known
+// (D != kMixed): the host picks that instantiation only for aligned rows whose stages fit.
+template <int VEC, int CPT, int D, bool LAYER, bool ZC>
+__device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const RingLayout& layout) {
   constexpr bool STREAMED = D != kMixed;
   extern __shared__ __align__(128) unsigned char ring_memory[];
   __shared__ uint64_t full[kMaxStages];
@@ -284,7 +304,6 @@ __global__ void __launch_bounds__(kNormMaxBlock, 1)
   __shared__ GroupScratch<float> sum_scratch;    // RMS/L2: the sum of squares
   const Group g{0, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x)};
   const bool vector = STREAMED || a.vector_ok != 0;  // streamed: every row is aligned
-  const bool layer = a.kind == SY_NORM_LAYER;
   const bool residual = a.residual != nullptr;
   const bool bf16 = D == kMixed ? a.x_dtype == DType::BF16 : D == static_cast<int>(DType::BF16);
   const int64_t hidden = a.hidden;
@@ -296,17 +315,13 @@ __global__ void __launch_bounds__(kNormMaxBlock, 1)
   StrideCursor next(a.rows);  // thread 0's: the next row to fill
   uint32_t filled = 0;
   if constexpr (STREAMED) ring.start(next, filled, src);
-  // Streamed with up to 32 elements a thread: a block's thread sees the same columns in every
-  // row, so it keeps its gamma as raw bits from the start (weight has x's dtype) instead of
-  // loading and converting it per row (Nsight Compute: 25 instructions per element, 16 of them
-  // forming y; measured RMS 4096 forward 0.0833 -> 0.0810 ms). At 64 elements the extra
-  // registers spill and LayerNorm 8192 got slower (0.192 -> 0.212 ms), so not there.
-  constexpr bool kGammaInRegisters = STREAMED && CPT < 8;
+  constexpr bool kGammaInRegisters = kForwardGammaInRegisters<CPT, D>;
   RawChunk gamma_raw[kGammaInRegisters ? CPT : 1];
   if constexpr (kGammaInRegisters) {
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
       const int64_t col0 = first_column(g.thread, c) * VEC;
+      gamma_raw[c] = raw_ones<D>();
       if (a.weight != nullptr) load_raw<VEC>(gamma_raw[c], a.weight, col0, chunk_valid<VEC, true>(col0, hidden), true);
     }
   }
@@ -348,7 +363,7 @@ __global__ void __launch_bounds__(kNormMaxBlock, 1)
 
     float mean = 0.0f;
     float rstd;
-    if (layer) {
+    if constexpr (LAYER) {
       // This thread's (count, mean, M2), then Chan's merge over the block.
       float count = 0.0f, sum = 0.0f;
 #pragma unroll
@@ -400,11 +415,12 @@ __global__ void __launch_bounds__(kNormMaxBlock, 1)
         // load_parameters' values: gamma_eff = gamma (+ 1 in fp32 when zero-centred), 1
         // without weight; beta, 0 without bias.
 #pragma unroll
-        for (int e = 0; e < VEC; ++e)
-          gamma[e] = a.weight == nullptr   ? 1.0f
-                     : a.zero_centered != 0 ? raw_get<VEC>(gamma_raw[c], e, bf16) + 1.0f
-                                            : raw_get<VEC>(gamma_raw[c], e, bf16);
-        if (a.bias != nullptr) {
+        for (int e = 0; e < VEC; ++e) {
+          gamma[e] = raw_get<VEC>(gamma_raw[c], e, bf16);
+          if constexpr (ZC) gamma[e] += 1.0f;
+        }
+        // RMS/L2 have no beta (the ABI refuses a bias there).
+        if (LAYER && a.bias != nullptr) {
           load_as<D, VEC>(a.weight_dtype, a.bias, col0, valid, vector, 0.0f, beta);
         } else {
 #pragma unroll
@@ -415,23 +431,53 @@ __global__ void __launch_bounds__(kNormMaxBlock, 1)
                                 vector, gamma, beta);
       }
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) y[e] = (raw_get<VEC>(h[c], e, bf16) - mean) * rstd * gamma[e] + beta[e];
+      for (int e = 0; e < VEC; ++e) {
+        // RMS/L2: y = h·rstd·γ, with no beta to add.
+        const float v = raw_get<VEC>(h[c], e, bf16);
+        y[e] = LAYER ? (v - mean) * rstd * gamma[e] + beta[e] : v * rstd * gamma[e];
+      }
       store_as<D, VEC>(a.y_dtype, y_row, col0, valid, vector, y);
     }
     if (g.thread == 0) {
       a.rstd[row] = rstd;
-      if (layer && a.mean != nullptr) a.mean[row] = mean;
+      if (LAYER && a.mean != nullptr) a.mean[row] = mean;
     }
   }
 }
 
+// Streamed: at most 96 registers a thread, so that five of the plan's 128-thread blocks share
+// a multiprocessor (four at the 107 and 115 registers LayerNorm's instantiations take without
+// a cap: measured LayerNorm 8192 forward 0.194 -> 0.236 ms). Otherwise 128, what one block of
+// kNormMaxBlock threads can have.
+template <int D>
+constexpr int kForwardMaxRegisters = D != kMixed ? 96 : 128;
+
+template <int VEC, int CPT, int D, bool LAYER>
+__global__ void __maxnreg__(kForwardMaxRegisters<D>)
+    norm_forward_kernel(NormForwardArgs a, RingLayout layout) {
+  if constexpr (kForwardGammaInRegisters<CPT, D>) {
+    if (a.weight != nullptr && a.zero_centered != 0) {
+      forward_rows<VEC, CPT, D, LAYER, true>(a, layout);
+      return;
+    }
+  }
+  forward_rows<VEC, CPT, D, LAYER, false>(a, layout);
+}
+
 // ---- backward ------------------------------------------------------------------------------------
 
-// x̂ of one element from x (with the row's mean and rstd) or, memory-efficient, from y.
+// What a backward instantiation computes, fixed at compile time so that each keeps only the
+// registers and instructions of its kind: RMS/L2 rows have no mean (x̂ = x·rstd) and no
+// mean(gh) term; LayerNorm rows have both, and a dbeta sum per element when dbias is asked.
+enum NormGradMode : int { kGradNoMean = 0, kGradLayer = 1, kGradLayerBias = 2 };
+
+// x̂ of one element from x (with the row's mean and rstd) or, memory-efficient, from y. For
+// rows without a mean, v·rstd is (v − 0)·rstd exactly.
+template <bool kMean>
 __device__ __forceinline__ float x_hat_of(float v, float mean, float rstd, float gamma, float beta,
-                                          bool memory_efficient, bool layer, bool rms) {
-  if (!memory_efficient) return (v - mean) * rstd;
-  if (layer) return (v - beta) / gamma;
+                                          bool memory_efficient, bool rms) {
+  if (!memory_efficient) return kMean ? (v - mean) * rstd : v * rstd;
+  if (kMean) return (v - beta) / gamma;
   if (rms) return v / gamma;
   return v;  // L2: y is x̂
 }
@@ -458,24 +504,41 @@ __device__ __forceinline__ void store_partial(float* partial, const float (&sums
   }
 }
 
-// BETA: dbias is accumulated (a.partial_beta != NULL); a template parameter so that RMS and
-// L2 rows hold no registers for it.
-// D and the ring as in the forward.
-template <int VEC, int CPT, bool BETA, int D>
-__global__ void __launch_bounds__(kNormMaxBlock, 1)
-    norm_backward_kernel(NormBackwardArgs a, RingLayout layout) {
+// Chunk c of a streamed row as floats (the stage holds whole, aligned rows).
+template <int VEC, int D>
+__device__ __forceinline__ void stage_floats(const char* row, int64_t col0, float (&out)[VEC]) {
+  RawChunk r;
+  load_raw<VEC>(r, row, col0, VEC, true);
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) out[e] = raw_get<VEC>(r, e, D == static_cast<int>(DType::BF16));
+}
+
+// Whether a backward instantiation keeps gamma in registers for the whole kernel: streamed
+// 16-bit rows (a thread owns the same columns in every row) without a dbeta sum. fp32 gamma
+// (twice the registers) and the dbeta sums spill there, so those load gamma per chunk (L1).
+// Measured on the H200 with the rest of this kernel's layout: see README.md, "Normalization".
+template <int VEC, int MODE, int D>
+constexpr bool kBackwardGammaInRegisters = D != kMixed && VEC == 8 && MODE != kGradLayerBias;
+
+// The rows of the backward. With gamma in registers ZC says at compile time whether 1 is added
+// to it (zero-centred gamma); otherwise gamma is loaded per chunk and zero_centered read at
+// run time (ZC false). Every path does the same arithmetic in the same order.
+template <int VEC, int CPT, int MODE, int D, bool ZC>
+__device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const RingLayout& layout) {
   constexpr bool STREAMED = D != kMixed;
+  constexpr bool kMean = MODE != kGradNoMean;
+  constexpr bool kBeta = MODE == kGradLayerBias;
+  constexpr bool kBf16 = D == static_cast<int>(DType::BF16);
   extern __shared__ __align__(128) unsigned char ring_memory[];
   __shared__ uint64_t full[kMaxStages];
   __shared__ GroupScratch<float2> scratch;
   const Group g{0, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x)};
   const bool vector = STREAMED || a.vector_ok != 0;  // streamed: every row is aligned
-  const bool layer = a.kind == SY_NORM_LAYER;
   const bool rms = a.kind == SY_NORM_RMS;
   // Memory-efficient rows are never streamed: the streamed kernels have no per-element
   // division by gamma.
   const bool memory_efficient = !STREAMED && a.memory_efficient != 0;
-  const bool with_mean = layer && !memory_efficient;
+  const bool with_mean = kMean && !memory_efficient;
   const bool want_gamma = a.partial_gamma != nullptr;
   const bool zero_centered = a.zero_centered != 0;
   const int64_t hidden = a.hidden;
@@ -488,112 +551,167 @@ __global__ void __launch_bounds__(kNormMaxBlock, 1)
   uint32_t filled = 0;
   if constexpr (STREAMED) ring.start(next, filled, src);
 
-  // dgamma/dbeta of this thread's columns over the chunk's rows, in registers (a thread owns
-  // the same columns in every row).
-  float sum_dy_xhat[CPT][VEC], sum_dy[CPT][VEC];
-  int parity = 0;
-  ChunkCursor at(a);  // this row
-  ChunkCursor ahead = at;
-  ahead.advance();
-  // A row's statistics are loaded one row ahead, off the critical path.
-  float rstd_next = a.rstd[at.row];
-  float mean_next = with_mean ? a.mean[at.row] : 0.0f;
-  for (uint32_t it = 0; at.row >= 0; ++it) {
-    const int64_t row = at.row;
-    if (row == at.first) {
+  // Streamed: this thread's chunks c < live are in the row (the same in every row); its gamma
+  // as raw bits (x's dtype; 1 without weight) when kept in registers.
+  constexpr bool kGammaInRegisters = kBackwardGammaInRegisters<VEC, MODE, D>;
+  int live = CPT;
+  RawChunk gamma_raw[kGammaInRegisters ? CPT : 1];
+  if constexpr (STREAMED) {
+    live = 0;
 #pragma unroll
-      for (int c = 0; c < CPT; ++c)
+    for (int c = 0; c < CPT; ++c) {
+      const int64_t col0 = first_column(g.thread, c) * VEC;
+      if (col0 < hidden) live = c + 1;
+      if constexpr (kGammaInRegisters) {
+        gamma_raw[c] = raw_ones<D>();
+        if (a.weight != nullptr) load_raw<VEC>(gamma_raw[c], a.weight, col0, VEC, true);
+      }
+    }
+  }
+
+  // dgamma/dbeta of this thread's columns over a chunk's rows, in registers.
+  float sum_dy_xhat[CPT][VEC], sum_dy[kBeta ? CPT : 1][VEC];
+  int parity = 0;
+  uint32_t it = 0;
+  const int64_t chunk_step = gridDim.x;
+  int64_t chunk = blockIdx.x;
+  // A row's statistics are loaded one row ahead, off the critical path.
+  float rstd_next = 0.0f, mean_next = 0.0f;
+  if (chunk < a.chunk_count) {
+    rstd_next = a.rstd[chunk * a.rows_per_chunk];
+    if (with_mean) mean_next = a.mean[chunk * a.rows_per_chunk];
+  }
+  for (; chunk < a.chunk_count; chunk += chunk_step) {
+    const int64_t first = chunk * a.rows_per_chunk;
+    const int64_t end = first + a.rows_per_chunk < a.rows ? first + a.rows_per_chunk : a.rows;
+#pragma unroll
+    for (int c = 0; c < CPT; ++c)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        sum_dy_xhat[c][e] = 0.0f;
+        if constexpr (kBeta) sum_dy[c][e] = 0.0f;
+      }
+    for (int64_t row = first; row < end; ++row, ++it) {
+      const float rstd = rstd_next, mean = mean_next;
+      const int64_t ahead = row + 1 < end                               ? row + 1
+                            : chunk + chunk_step < a.chunk_count ? (chunk + chunk_step) * a.rows_per_chunk
+                                                                 : -1;
+      if (ahead >= 0) {
+        rstd_next = a.rstd[ahead];
+        if (with_mean) mean_next = a.mean[ahead];
+      }
+      const char* dy_row = static_cast<const char*>(a.dy) + row * a.dy_row_bytes;
+      const char* xy_row = static_cast<const char*>(a.x_or_y) + row * a.x_or_y_row_bytes;
+      const char* dres_row =
+          a.d_residual_out != nullptr
+              ? static_cast<const char*>(a.d_residual_out) + row * a.d_residual_out_row_bytes
+              : nullptr;
+      if constexpr (STREAMED) {
+        const char* stage = ring.wait(it);
+        dy_row = stage + layout.offset[0];
+        xy_row = stage + layout.offset[1];
+        if (dres_row != nullptr) dres_row = stage + layout.offset[2];
+      }
+
+      // gamma_eff, dy and x (or y) of chunk c; false when the chunk is past the row.
+      auto chunk_inputs = [&](int c, int& valid, float(&gamma)[VEC], float(&beta)[VEC],
+                              float(&dy)[VEC], float(&v)[VEC]) {
+        const int64_t col0 = first_column(g.thread, c) * VEC;
+        if constexpr (STREAMED) {
+          valid = VEC;
+          if (c >= live) return false;
+          if constexpr (kGammaInRegisters) {
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) {
+              gamma[e] = raw_get<VEC>(gamma_raw[c], e, kBf16);
+              if constexpr (ZC) gamma[e] += 1.0f;
+              beta[e] = 0.0f;
+            }
+          } else {
+            load_parameters<D, VEC>(a.weight, nullptr, a.weight_dtype, zero_centered, col0, VEC,
+                                    true, gamma, beta);
+          }
+          stage_floats<VEC, D>(dy_row, col0, dy);
+          stage_floats<VEC, D>(xy_row, col0, v);
+          return true;
+        } else {
+          valid = chunk_valid<VEC, false>(col0, hidden);
+          if (valid == 0) return false;
+          load_parameters<D, VEC>(a.weight, memory_efficient ? a.bias : nullptr, a.weight_dtype,
+                                  zero_centered, col0, valid, vector, gamma, beta);
+          load_as<D, VEC>(a.y_dtype, dy_row, col0, valid, vector, 0.0f, dy);
+          load_as<D, VEC>(a.x_or_y_dtype, xy_row, col0, valid, vector, 0.0f, v);
+          return true;
+        }
+      };
+
+      // Pass 1: the row's sums, and this thread's dgamma/dbeta terms.
+      float sum_gh = 0.0f, sum_gh_xhat = 0.0f;
+#pragma unroll
+      for (int c = 0; c < CPT; ++c) {
+        int valid;
+        float gamma[VEC], beta[VEC], dy[VEC], v[VEC];
+        if (!chunk_inputs(c, valid, gamma, beta, dy, v)) continue;
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-          sum_dy_xhat[c][e] = 0.0f;
-          sum_dy[c][e] = 0.0f;
+          if (!STREAMED && e >= valid) continue;  // a streamed chunk is whole
+          const float x_hat = x_hat_of<kMean>(v[e], mean, rstd, gamma[e], beta[e], memory_efficient, rms);
+          sum_dy_xhat[c][e] += dy[e] * x_hat;
+          if constexpr (kBeta) sum_dy[c][e] += dy[e];
+          const float g_h = dy[e] * gamma[e];  // gamma is 1 for L2
+          if constexpr (kMean) sum_gh += g_h;
+          sum_gh_xhat += g_h * x_hat;
         }
-    }
-    const float rstd = rstd_next, mean = mean_next;
-    if (ahead.row >= 0) {
-      rstd_next = a.rstd[ahead.row];
-      if (with_mean) mean_next = a.mean[ahead.row];
-    }
-    const char* dy_row = static_cast<const char*>(a.dy) + row * a.dy_row_bytes;
-    const char* xy_row = static_cast<const char*>(a.x_or_y) + row * a.x_or_y_row_bytes;
-    const char* dres_row =
-        a.d_residual_out != nullptr
-            ? static_cast<const char*>(a.d_residual_out) + row * a.d_residual_out_row_bytes
-            : nullptr;
-    if constexpr (STREAMED) {
-      const char* stage = ring.wait(it);
-      dy_row = stage + layout.offset[0];
-      xy_row = stage + layout.offset[1];
-      if (dres_row != nullptr) dres_row = stage + layout.offset[2];
-    }
+      }
+      const float2 sums = group_reduce(make_float2(sum_gh, sum_gh_xhat), g, scratch, parity, SumMerge{});
+      // The reduction was a barrier: every thread is done with the previous iteration's stage.
+      if constexpr (STREAMED)
+        if (g.thread == 0 && it > 0) ring.refill(next, filled, src);
+      const float mean_gh = sums.x / h_count;
+      const float mean_gh_xhat = sums.y / h_count;
 
-    // Pass 1: the row's sums, and this thread's dgamma/dbeta terms.
-    float sum_gh = 0.0f, sum_gh_xhat = 0.0f;
+      // Pass 2: dx, from the same inputs again (the ring or L1), so no element is held across
+      // the reduction.
+      char* dx_row = static_cast<char*>(a.dx) + row * a.dx_row_bytes;
 #pragma unroll
-    for (int c = 0; c < CPT; ++c) {
-      const int64_t col0 = first_column(g.thread, c) * VEC;
-      const int valid = chunk_valid<VEC, STREAMED>(col0, hidden);
-      if (valid == 0) continue;
-      float gamma[VEC], beta[VEC], dy[VEC], v[VEC];
-      load_parameters<D, VEC>(a.weight, memory_efficient ? a.bias : nullptr, a.weight_dtype,
-                              zero_centered, col0, valid, vector, gamma, beta);
-      load_as<D, VEC>(a.y_dtype, dy_row, col0, valid, vector, 0.0f, dy);
-      load_as<D, VEC>(a.x_or_y_dtype, xy_row, col0, valid, vector, 0.0f, v);
+      for (int c = 0; c < CPT; ++c) {
+        int valid;
+        float gamma[VEC], beta[VEC], dy[VEC], v[VEC], dx[VEC];
+        if (!chunk_inputs(c, valid, gamma, beta, dy, v)) continue;
+        const int64_t col0 = first_column(g.thread, c) * VEC;
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) {
-        if (!STREAMED && e >= valid) continue;  // a streamed chunk is whole
-        const float x_hat =
-            x_hat_of(v[e], mean, rstd, gamma[e], beta[e], memory_efficient, layer, rms);
-        sum_dy_xhat[c][e] += dy[e] * x_hat;
-        if (BETA) sum_dy[c][e] += dy[e];
-        const float g_h = dy[e] * gamma[e];  // gamma is 1 for L2
-        sum_gh += g_h;
-        sum_gh_xhat += g_h * x_hat;
+        for (int e = 0; e < VEC; ++e) {
+          const float x_hat = x_hat_of<kMean>(v[e], mean, rstd, gamma[e], beta[e], memory_efficient, rms);
+          // Without a mean, (g_h − 0 − ...) is (g_h − ...) exactly.
+          dx[e] = kMean ? rstd * (dy[e] * gamma[e] - mean_gh - x_hat * mean_gh_xhat)
+                        : rstd * (dy[e] * gamma[e] - x_hat * mean_gh_xhat);
+        }
+        if (dres_row != nullptr) {
+          // Read before dx is stored: dx may be d_residual_out itself (this thread's elements).
+          float dres[VEC];
+          load_as<D, VEC>(a.x_dtype, dres_row, col0, valid, vector, 0.0f, dres);
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) dx[e] += dres[e];
+        }
+        store_as<D, VEC>(a.x_dtype, dx_row, col0, valid, vector, dx);
       }
     }
-    const float2 sums = group_reduce(make_float2(sum_gh, sum_gh_xhat), g, scratch, parity, SumMerge{});
-    // The reduction was a barrier: every thread is done with the previous iteration's stage.
-    if constexpr (STREAMED)
-      if (g.thread == 0 && it > 0) ring.refill(next, filled, src);
-    const float mean_gh = layer ? sums.x / h_count : 0.0f;
-    const float mean_gh_xhat = sums.y / h_count;
-
-    // Pass 2: dx, from the same inputs again (the ring or L1), so no element is held across
-    // the reduction.
-    char* dx_row = static_cast<char*>(a.dx) + row * a.dx_row_bytes;
-#pragma unroll
-    for (int c = 0; c < CPT; ++c) {
-      const int64_t col0 = first_column(g.thread, c) * VEC;
-      const int valid = chunk_valid<VEC, STREAMED>(col0, hidden);
-      if (valid == 0) continue;
-      float gamma[VEC], beta[VEC], dy[VEC], v[VEC], dx[VEC];
-      load_parameters<D, VEC>(a.weight, memory_efficient ? a.bias : nullptr, a.weight_dtype,
-                              zero_centered, col0, valid, vector, gamma, beta);
-      load_as<D, VEC>(a.y_dtype, dy_row, col0, valid, vector, 0.0f, dy);
-      load_as<D, VEC>(a.x_or_y_dtype, xy_row, col0, valid, vector, 0.0f, v);
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) {
-        const float x_hat =
-            x_hat_of(v[e], mean, rstd, gamma[e], beta[e], memory_efficient, layer, rms);
-        dx[e] = rstd * (dy[e] * gamma[e] - mean_gh - x_hat * mean_gh_xhat);
-      }
-      if (dres_row != nullptr) {
-        // Read before dx is stored: dx may be d_residual_out itself (this thread's elements).
-        float dres[VEC];
-        load_as<D, VEC>(a.x_dtype, dres_row, col0, valid, vector, 0.0f, dres);
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) dx[e] += dres[e];
-      }
-      store_as<D, VEC>(a.x_dtype, dx_row, col0, valid, vector, dx);
-    }
-
-    if (row == at.end - 1) {  // the chunk's last row
-      if (want_gamma) store_partial<VEC, CPT>(a.partial_gamma + at.chunk * hidden, sum_dy_xhat, g.thread, hidden);
-      if (BETA) store_partial<VEC, CPT>(a.partial_beta + at.chunk * hidden, sum_dy, g.thread, hidden);
-    }
-    at = ahead;
-    ahead.advance();
+    if (want_gamma) store_partial<VEC, CPT>(a.partial_gamma + chunk * hidden, sum_dy_xhat, g.thread, hidden);
+    if constexpr (kBeta) store_partial<VEC, CPT>(a.partial_beta + chunk * hidden, sum_dy, g.thread, hidden);
   }
+}
+
+// MODE: NormGradMode. D and the ring as in the forward.
+template <int VEC, int CPT, int MODE, int D>
+__global__ void __launch_bounds__(kNormMaxBlock, 1)
+    norm_backward_kernel(NormBackwardArgs a, RingLayout layout) {
+  if constexpr (kBackwardGammaInRegisters<VEC, MODE, D>) {
+    if (a.weight != nullptr && a.zero_centered != 0) {
+      backward_rows<VEC, CPT, MODE, D, true>(a, layout);
+      return;
+    }
+  }
+  backward_rows<VEC, CPT, MODE, D, false>(a, layout);
 }
 
 // ---- finalize ----------------------------------------------------------------------------------
@@ -720,10 +838,10 @@ bool with_streamed_dtype(int d, Fn&& fn) {
   return false;
 }
 
-template <int VEC, int CPT, int D>
+template <int VEC, int CPT, int D, bool LAYER>
 void forward_with(const NormForwardArgs& a, const NormLayout& l, const RingLayout& ring, int device,
                   int sm_margin, void* stream) {
-  const auto kernel = norm_forward_kernel<VEC, CPT, D>;
+  const auto kernel = norm_forward_kernel<VEC, CPT, D, LAYER>;
   const size_t shared = ring_bytes(ring);
   if (D != kMixed && ring.stages == 0)
     sy::fail(SY_ERR_INTERNAL, "te: norm_forward_kernel streamed without a ring");
@@ -736,16 +854,16 @@ void forward_with(const NormForwardArgs& a, const NormLayout& l, const RingLayou
 
 // Streams the rows through a ring with the compile-time dtype D when they can be, else reads
 // them directly (kMixed).
-template <int VEC, int CPT, int D>
+template <int VEC, int CPT, int D, bool LAYER>
 void forward_streamed_or_not(const NormForwardArgs& a, const NormLayout& l, const RingLayout& stage,
                              int device, int sm_margin, void* stream) {
   const RingLayout ring = with_stages(
-      stage, reinterpret_cast<const void*>(norm_forward_kernel<VEC, CPT, D>), l.threads, device);
-  if (ring.stages != 0) forward_with<VEC, CPT, D>(a, l, ring, device, sm_margin, stream);
-  else forward_with<VEC, CPT, kMixed>(a, l, RingLayout{}, device, sm_margin, stream);
+      stage, reinterpret_cast<const void*>(norm_forward_kernel<VEC, CPT, D, LAYER>), l.threads, device);
+  if (ring.stages != 0) forward_with<VEC, CPT, D, LAYER>(a, l, ring, device, sm_margin, stream);
+  else forward_with<VEC, CPT, kMixed, LAYER>(a, l, RingLayout{}, device, sm_margin, stream);
 }
 
-template <int VEC, int CPT>
+template <int VEC, int CPT, bool LAYER>
 void forward_for(const NormForwardArgs& a, const NormLayout& l, int device, int sm_margin,
                  void* stream) {
   const int64_t x_bytes = a.hidden * element_bytes(a.x_dtype);
@@ -755,15 +873,15 @@ void forward_for(const NormForwardArgs& a, const NormLayout& l, int device, int 
           ? ring_stage({{a.x, a.x_row_bytes, x_bytes}, {a.residual, a.residual_row_bytes, x_bytes}})
           : RingLayout{};
   const bool streamed = stage.stage_bytes != 0 && with_streamed_dtype<VEC>(d, [&](auto dtype) {
-    forward_streamed_or_not<VEC, CPT, decltype(dtype)::value>(a, l, stage, device, sm_margin, stream);
+    forward_streamed_or_not<VEC, CPT, decltype(dtype)::value, LAYER>(a, l, stage, device, sm_margin, stream);
   });
-  if (!streamed) forward_with<VEC, CPT, kMixed>(a, l, RingLayout{}, device, sm_margin, stream);
+  if (!streamed) forward_with<VEC, CPT, kMixed, LAYER>(a, l, RingLayout{}, device, sm_margin, stream);
 }
 
-template <int VEC, int CPT, bool BETA, int D>
+template <int VEC, int CPT, int MODE, int D>
 void backward_with(const NormBackwardArgs& a, const NormLayout& l, const RingLayout& ring,
                    int device, int sm_margin, void* stream) {
-  const auto kernel = norm_backward_kernel<VEC, CPT, BETA, D>;
+  const auto kernel = norm_backward_kernel<VEC, CPT, MODE, D>;
   const size_t shared = ring_bytes(ring);
   if (D != kMixed && ring.stages == 0)
     sy::fail(SY_ERR_INTERNAL, "te: norm_backward_kernel streamed without a ring");
@@ -774,21 +892,24 @@ void backward_with(const NormBackwardArgs& a, const NormLayout& l, const RingLay
   kernel<<<grid, l.threads, shared, stream_of(stream)>>>(a, ring);
 }
 
-template <int VEC, int CPT, int D>
-void backward_with(const NormBackwardArgs& a, const NormLayout& l, const RingLayout& ring,
-                   int device, int sm_margin, void* stream) {
-  if (a.partial_beta != nullptr) backward_with<VEC, CPT, true, D>(a, l, ring, device, sm_margin, stream);
-  else backward_with<VEC, CPT, false, D>(a, l, ring, device, sm_margin, stream);
-}
-
-template <int VEC, int CPT, int D>
+// Streams the rows through a ring sized for the kernel of MODE when they can be, else reads
+// them directly (kMixed).
+template <int VEC, int CPT, int MODE, int D>
 void backward_streamed_or_not(const NormBackwardArgs& a, const NormLayout& l,
                               const RingLayout& stage, int device, int sm_margin, void* stream) {
-  // The dbias instantiation holds more registers: size the ring for it.
   const RingLayout ring = with_stages(
-      stage, reinterpret_cast<const void*>(norm_backward_kernel<VEC, CPT, true, D>), l.threads, device);
-  if (ring.stages != 0) backward_with<VEC, CPT, D>(a, l, ring, device, sm_margin, stream);
-  else backward_with<VEC, CPT, kMixed>(a, l, RingLayout{}, device, sm_margin, stream);
+      stage, reinterpret_cast<const void*>(norm_backward_kernel<VEC, CPT, MODE, D>), l.threads, device);
+  if (ring.stages != 0) backward_with<VEC, CPT, MODE, D>(a, l, ring, device, sm_margin, stream);
+  else backward_with<VEC, CPT, MODE, kMixed>(a, l, RingLayout{}, device, sm_margin, stream);
+}
+
+// Calls fn(std::integral_constant<int, MODE>) for the NormGradMode of the call.
+template <class Fn>
+void with_grad_mode(const NormBackwardArgs& a, Fn&& fn) {
+  using std::integral_constant;
+  if (a.kind != SY_NORM_LAYER) return fn(integral_constant<int, kGradNoMean>{});
+  if (a.partial_beta != nullptr) return fn(integral_constant<int, kGradLayerBias>{});
+  fn(integral_constant<int, kGradLayer>{});
 }
 
 template <int VEC, int CPT>
@@ -803,10 +924,13 @@ void backward_for(const NormBackwardArgs& a, const NormLayout& l, int device, in
                         {a.x_or_y, a.x_or_y_row_bytes, row},
                         {a.d_residual_out, a.d_residual_out_row_bytes, row}})
           : RingLayout{};
-  const bool streamed = stage.stage_bytes != 0 && with_streamed_dtype<VEC>(d, [&](auto dtype) {
-    backward_streamed_or_not<VEC, CPT, decltype(dtype)::value>(a, l, stage, device, sm_margin, stream);
+  with_grad_mode(a, [&](auto mode) {
+    constexpr int kMode = decltype(mode)::value;
+    const bool streamed = stage.stage_bytes != 0 && with_streamed_dtype<VEC>(d, [&](auto dtype) {
+      backward_streamed_or_not<VEC, CPT, kMode, decltype(dtype)::value>(a, l, stage, device, sm_margin, stream);
+    });
+    if (!streamed) backward_with<VEC, CPT, kMode, kMixed>(a, l, RingLayout{}, device, sm_margin, stream);
   });
-  if (!streamed) backward_with<VEC, CPT, kMixed>(a, l, RingLayout{}, device, sm_margin, stream);
 }
 
 }  // namespace
@@ -842,7 +966,8 @@ void with_layout(const NormLayout& layout, const char* kernel, Fn&& fn) {
 void launch_norm_forward(const NormForwardArgs& a, const NormLayout& layout, int device,
                          int sm_margin, void* stream) {
   with_layout<true>(layout, "norm_forward_kernel", [&](auto vec, auto cpt) {
-    forward_for<decltype(vec)::value, decltype(cpt)::value>(a, layout, device, sm_margin, stream);
+    if (a.kind == SY_NORM_LAYER) forward_for<decltype(vec)::value, decltype(cpt)::value, true>(a, layout, device, sm_margin, stream);
+    else forward_for<decltype(vec)::value, decltype(cpt)::value, false>(a, layout, device, sm_margin, stream);
   });
   check_cuda(cudaGetLastError(), "launching norm_forward_kernel");
 }

@@ -146,8 +146,20 @@ __device__ __forceinline__ void load_floats(const void* row, int64_t col0, int v
   if (vector && valid == N) {
     Pack<D, N> pk;
     load_pack<Cache::Normal>(pk, p);
+    if constexpr (D == DType::BF16 && N % 2 == 0) {
+      // A bf16 pair is one word: its low element is the word shifted up, its high element the
+      // word masked (to_float per element would extract each half with a byte permute first).
+      uint32_t words[N / 2];
+      memcpy(words, &pk, sizeof(words));
 #pragma unroll
-    for (int e = 0; e < N; ++e) out[e] = DT<D>::to_float(pk.r[e]);
+      for (int e = 0; e < N; e += 2) {
+        out[e] = __uint_as_float(words[e / 2] << 16);
+        out[e + 1] = __uint_as_float(words[e / 2] & 0xffff0000u);
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < N; ++e) out[e] = DT<D>::to_float(pk.r[e]);
+    }
   } else {
 #pragma unroll
     for (int e = 0; e < N; ++e) out[e] = e < valid ? DT<D>::to_float(p[e]) : pad;
