@@ -272,13 +272,64 @@ __device__ __forceinline__ int64_t first_column(int thread, int c) {
 
 // ---- forward -------------------------------------------------------------------------------------
 
-// The raw bits of 1 in dtype D, in every element of a chunk.
-template <int D>
-__device__ __forceinline__ RawChunk raw_ones() {
-  const uint32_t one = D == static_cast<int>(DType::F32)    ? 0x3f800000u
-                       : D == static_cast<int>(DType::BF16) ? 0x3f803f80u
-                                                             : 0x3c003c00u;
-  return RawChunk{{one, one, one, one}};
+// How a streamed kernel forms gamma_eff, decided once per launch so that the per-element loop
+// has no run-time choice: 1 (no weight), gamma, or 1 + gamma in fp32 (zero-centred). The
+// general kernels (kGammaRuntime) read both from the arguments per chunk (load_parameters).
+enum GammaForm : int { kGammaRuntime = -1, kGammaOne = 0, kGammaPlain = 1, kGammaPlusOne = 2 };
+
+__device__ __forceinline__ int gamma_form(const void* weight, int32_t zero_centered) {
+  return weight == nullptr ? kGammaOne : zero_centered != 0 ? kGammaPlusOne : kGammaPlain;
+}
+
+// Calls rows(std::integral_constant<int, G>) with the launch's GammaForm G when kCompileTime,
+// else with kGammaRuntime.
+template <bool kCompileTime, class Rows>
+__device__ __forceinline__ void with_gamma_form(const void* weight, int32_t zero_centered, Rows&& rows) {
+  using std::integral_constant;
+  if constexpr (!kCompileTime) {
+    rows(integral_constant<int, kGammaRuntime>{});
+  } else {
+    switch (gamma_form(weight, zero_centered)) {
+      case kGammaOne: rows(integral_constant<int, kGammaOne>{}); break;
+      case kGammaPlusOne: rows(integral_constant<int, kGammaPlusOne>{}); break;
+      default: rows(integral_constant<int, kGammaPlain>{}); break;
+    }
+  }
+}
+
+// An empty asm that the compiler must assume changes v: a value or load derived from v cannot
+// be moved out of the loop this sits in.
+template <class T>
+__device__ __forceinline__ void hide_from_hoisting(T& v) {
+  if constexpr (sizeof(T) == 8) asm volatile("" : "+l"(v));
+  else asm volatile("" : "+r"(v));
+}
+
+// gamma_eff of chunk [col0, col0 + valid) in form G (not kGammaRuntime): loaded per chunk.
+template <int G, int D, int VEC>
+__device__ __forceinline__ void gamma_of(const void* weight, DType d, int64_t col0, int valid,
+                                         bool vector, float (&gamma)[VEC]) {
+  static_assert(G != kGammaRuntime, "the general kernels use load_parameters");
+  if constexpr (G == kGammaOne) {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) gamma[e] = 1.0f;
+  } else {
+    load_as<D, VEC>(d, weight, col0, valid, vector, 0.0f, gamma);
+    if constexpr (G == kGammaPlusOne) {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) gamma[e] += 1.0f;
+    }
+  }
+}
+
+// gamma_eff of a chunk kept in registers as raw bits of x's dtype, in form G.
+template <int G, int VEC>
+__device__ __forceinline__ void gamma_of(const RawChunk& raw, bool bf16, float (&gamma)[VEC]) {
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) {
+    gamma[e] = G == kGammaOne ? 1.0f : raw_get<VEC>(raw, e, bf16);
+    if constexpr (G == kGammaPlusOne) gamma[e] += 1.0f;
+  }
 }
 
 // Streamed with up to 32 elements a thread: a block's thread sees the same columns in every
@@ -290,12 +341,10 @@ template <int CPT, int D>
 constexpr bool kForwardGammaInRegisters = D != kMixed && CPT < 8;
 
 // The forward's rows. LAYER: LayerNorm (Chan's merge, y from h − mean), else RMS/L2 (the sum
-// of squares; y from h, which is (h − 0) exactly). ZC: zero-centred gamma kept in registers
-// (1 is added at compile time's say so); otherwise gamma in registers is gamma_eff itself or 1
-// without weight, and the other layouts load gamma per chunk and read zero_centered at run
-// time (ZC false). Rows stream through the ring exactly when the dtypes are known
-// (D != kMixed): the host picks that instantiation only for aligned rows whose stages fit.
-template <int VEC, int CPT, int D, bool LAYER, bool ZC>
+// of squares; y from h, which is (h − 0) exactly). G: the GammaForm. Rows stream through the
+// ring exactly when the dtypes are known (D != kMixed): the host picks that instantiation only
+// for aligned rows whose stages fit.
+template <int VEC, int CPT, int D, bool LAYER, int G>
 __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const RingLayout& layout) {
   constexpr bool STREAMED = D != kMixed;
   extern __shared__ __align__(128) unsigned char ring_memory[];
@@ -315,14 +364,13 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
   StrideCursor next(a.rows);  // thread 0's: the next row to fill
   uint32_t filled = 0;
   if constexpr (STREAMED) ring.start(next, filled, src);
-  constexpr bool kGammaInRegisters = kForwardGammaInRegisters<CPT, D>;
+  constexpr bool kGammaInRegisters = kForwardGammaInRegisters<CPT, D> && G != kGammaOne;
   RawChunk gamma_raw[kGammaInRegisters ? CPT : 1];
   if constexpr (kGammaInRegisters) {
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
       const int64_t col0 = first_column(g.thread, c) * VEC;
-      gamma_raw[c] = raw_ones<D>();
-      if (a.weight != nullptr) load_raw<VEC>(gamma_raw[c], a.weight, col0, chunk_valid<VEC, true>(col0, hidden), true);
+      load_raw<VEC>(gamma_raw[c], a.weight, col0, chunk_valid<VEC, true>(col0, hidden), true);
     }
   }
   int parity = 0;
@@ -410,25 +458,21 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
       const int64_t col0 = first_column(g.thread, c) * VEC;
       const int valid = chunk_valid<VEC, STREAMED>(col0, hidden);
       if (valid == 0) continue;
+      // load_parameters' values: gamma_eff = gamma (+ 1 in fp32 when zero-centred), 1
+      // without weight; beta, 0 without bias (RMS/L2 have none: the ABI refuses a bias there).
       float gamma[VEC], beta[VEC], y[VEC];
-      if constexpr (kGammaInRegisters) {
-        // load_parameters' values: gamma_eff = gamma (+ 1 in fp32 when zero-centred), 1
-        // without weight; beta, 0 without bias.
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) {
-          gamma[e] = raw_get<VEC>(gamma_raw[c], e, bf16);
-          if constexpr (ZC) gamma[e] += 1.0f;
-        }
-        // RMS/L2 have no beta (the ABI refuses a bias there).
+      if constexpr (G == kGammaRuntime) {
+        load_parameters<D, VEC>(a.weight, a.bias, a.weight_dtype, a.zero_centered != 0, col0, valid,
+                                vector, gamma, beta);
+      } else {
+        if constexpr (kGammaInRegisters) gamma_of<G, VEC>(gamma_raw[c], bf16, gamma);
+        else gamma_of<G, D, VEC>(a.weight, a.weight_dtype, col0, valid, vector, gamma);
         if (LAYER && a.bias != nullptr) {
           load_as<D, VEC>(a.weight_dtype, a.bias, col0, valid, vector, 0.0f, beta);
         } else {
 #pragma unroll
           for (int e = 0; e < VEC; ++e) beta[e] = 0.0f;
         }
-      } else {
-        load_parameters<D, VEC>(a.weight, a.bias, a.weight_dtype, a.zero_centered != 0, col0, valid,
-                                vector, gamma, beta);
       }
 #pragma unroll
       for (int e = 0; e < VEC; ++e) {
@@ -455,13 +499,9 @@ constexpr int kForwardMaxRegisters = D != kMixed ? 96 : 128;
 template <int VEC, int CPT, int D, bool LAYER>
 __global__ void __maxnreg__(kForwardMaxRegisters<D>)
     norm_forward_kernel(NormForwardArgs a, RingLayout layout) {
-  if constexpr (kForwardGammaInRegisters<CPT, D>) {
-    if (a.weight != nullptr && a.zero_centered != 0) {
-      forward_rows<VEC, CPT, D, LAYER, true>(a, layout);
-      return;
-    }
-  }
-  forward_rows<VEC, CPT, D, LAYER, false>(a, layout);
+  with_gamma_form<D != kMixed>(a.weight, a.zero_centered, [&](auto form) {
+    forward_rows<VEC, CPT, D, LAYER, decltype(form)::value>(a, layout);
+  });
 }
 
 // ---- backward ------------------------------------------------------------------------------------
@@ -520,10 +560,9 @@ __device__ __forceinline__ void stage_floats(const char* row, int64_t col0, floa
 template <int VEC, int MODE, int D>
 constexpr bool kBackwardGammaInRegisters = D != kMixed && VEC == 8 && MODE != kGradLayerBias;
 
-// The rows of the backward. With gamma in registers ZC says at compile time whether 1 is added
-// to it (zero-centred gamma); otherwise gamma is loaded per chunk and zero_centered read at
-// run time (ZC false). Every path does the same arithmetic in the same order.
-template <int VEC, int CPT, int MODE, int D, bool ZC>
+// The rows of the backward; G: the GammaForm. Every path does the same arithmetic in the same
+// order.
+template <int VEC, int CPT, int MODE, int D, int G>
 __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const RingLayout& layout) {
   constexpr bool STREAMED = D != kMixed;
   constexpr bool kMean = MODE != kGradNoMean;
@@ -553,7 +592,7 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
 
   // Streamed: this thread's chunks c < live are in the row (the same in every row); its gamma
   // as raw bits (x's dtype; 1 without weight) when kept in registers.
-  constexpr bool kGammaInRegisters = kBackwardGammaInRegisters<VEC, MODE, D>;
+  constexpr bool kGammaInRegisters = kBackwardGammaInRegisters<VEC, MODE, D> && G != kGammaOne;
   int live = CPT;
   RawChunk gamma_raw[kGammaInRegisters ? CPT : 1];
   if constexpr (STREAMED) {
@@ -562,10 +601,7 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
     for (int c = 0; c < CPT; ++c) {
       const int64_t col0 = first_column(g.thread, c) * VEC;
       if (col0 < hidden) live = c + 1;
-      if constexpr (kGammaInRegisters) {
-        gamma_raw[c] = raw_ones<D>();
-        if (a.weight != nullptr) load_raw<VEC>(gamma_raw[c], a.weight, col0, VEC, true);
-      }
+      if constexpr (kGammaInRegisters) load_raw<VEC>(gamma_raw[c], a.weight, col0, VEC, true);
     }
   }
 
@@ -593,6 +629,14 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
       }
     for (int64_t row = first; row < end; ++row, ++it) {
       const float rstd = rstd_next, mean = mean_next;
+      // gamma does not change from row to row, so the compiler would hoist its conversion out
+      // of this loop and hold it as fp32: 32 more registers, which spill in the LayerNorm
+      // instantiation. Hidden from it here, it is converted where it is used.
+      if constexpr (kGammaInRegisters && kMean)
+#pragma unroll
+        for (int c = 0; c < CPT; ++c)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) hide_from_hoisting(gamma_raw[c].u[i]);
       const int64_t ahead = row + 1 < end                               ? row + 1
                             : chunk + chunk_step < a.chunk_count ? (chunk + chunk_step) * a.rows_per_chunk
                                                                  : -1;
@@ -621,13 +665,12 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
           valid = VEC;
           if (c >= live) return false;
           if constexpr (kGammaInRegisters) {
+            gamma_of<G, VEC>(gamma_raw[c], kBf16, gamma);
 #pragma unroll
-            for (int e = 0; e < VEC; ++e) {
-              gamma[e] = raw_get<VEC>(gamma_raw[c], e, kBf16);
-              if constexpr (ZC) gamma[e] += 1.0f;
-              beta[e] = 0.0f;
-            }
+            for (int e = 0; e < VEC; ++e) beta[e] = 0.0f;
           } else {
+            // With gamma's form fixed at compile time the loads of every chunk's gamma are
+            // scheduled ahead and these instantiations spill: the run-time form, as before.
             load_parameters<D, VEC>(a.weight, nullptr, a.weight_dtype, zero_centered, col0, VEC,
                                     true, gamma, beta);
           }
@@ -705,13 +748,9 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
 template <int VEC, int CPT, int MODE, int D>
 __global__ void __launch_bounds__(kNormMaxBlock, 1)
     norm_backward_kernel(NormBackwardArgs a, RingLayout layout) {
-  if constexpr (kBackwardGammaInRegisters<VEC, MODE, D>) {
-    if (a.weight != nullptr && a.zero_centered != 0) {
-      backward_rows<VEC, CPT, MODE, D, true>(a, layout);
-      return;
-    }
-  }
-  backward_rows<VEC, CPT, MODE, D, false>(a, layout);
+  with_gamma_form<kBackwardGammaInRegisters<VEC, MODE, D>>(a.weight, a.zero_centered, [&](auto form) {
+    backward_rows<VEC, CPT, MODE, D, decltype(form)::value>(a, layout);
+  });
 }
 
 // ---- finalize ----------------------------------------------------------------------------------
