@@ -579,3 +579,82 @@ TEST_CASE("norms: the ring kernels give the register kernels' bits (many rows a 
   c.sm_count = 3;
   CHECK_FALSE(run_case(c).forward_ring);
 }
+
+TEST_CASE("norms: the ring kernels' plain forms (common flags, all of a thread's chunks) give the "
+          "register kernels' bits") {
+  // H = 1024: forward 32 threads x 4 chunks, RMS/L2 backward 64 x 2, LayerNorm backward 32 x 4:
+  // every chunk slot full, so calls without residual or zero-centred gamma (and with beta, for
+  // the LayerNorm forward) take the plain forms. H = 1000 leaves slots empty: the general ones.
+  for (sy_norm_kind kind : kKinds) {
+    for (Dt dtype : {Dt::BF16, Dt::F16}) {
+      for (bool llama : {false, true}) {
+        if (llama && kind != SY_NORM_RMS) continue;
+        for (int64_t hidden : {1000, 1024}) {
+          NormCase c = make(kind, dtype, 40, hidden, SY_NORM_ACCUMULATE_GRAD_WEIGHT);
+          c.llama = llama;
+          c.dx_over_dy = dtype == Dt::F16;
+          c.sm_count = 3;
+          const NormOutputs ring = run_case(c);
+          c.sm_count = 0;
+          const NormOutputs registers = run_case(c);
+          CHECK(ring.forward_ring);
+          CHECK(ring.backward_ring);
+          CHECK(ring.y == registers.y);
+          CHECK(ring.rstd == registers.rstd);
+          CHECK(ring.mean == registers.mean);
+          CHECK(ring.dx == registers.dx);
+          CHECK(ring.dgamma == registers.dgamma);
+          CHECK(ring.dbeta == registers.dbeta);
+        }
+      }
+    }
+  }
+  // LayerNorm without beta: the general forward, the plain backward (it reads no beta).
+  NormCase c = make(SY_NORM_LAYER, Dt::BF16, 40, 1024);
+  c.bias = false;
+  c.sm_count = 3;
+  const NormOutputs ring = run_case(c);
+  c.sm_count = 0;
+  const NormOutputs registers = run_case(c);
+  CHECK(ring.y == registers.y);
+  CHECK(ring.dx == registers.dx);
+  CHECK(ring.dgamma == registers.dgamma);
+  CHECK(ring.dbeta == registers.dbeta);
+
+  // Which calls are plain.
+  lg::NormForwardArgs f;
+  f.kind = lg::NormKind::Layer;
+  f.hidden = 8192;
+  f.threads = lg::norm_forward_threads(f.hidden);
+  int weight = 0, bias = 0, residual = 0;
+  f.weight = &weight;
+  f.bias = &bias;
+  CHECK(lg::plain_forward(f, 4));
+  CHECK_FALSE(lg::plain_forward(f, 2));  // 1024 chunks, 256 threads: four each
+  f.hidden = 8184;                      // one slot empty
+  CHECK_FALSE(lg::plain_forward(f, 4));
+  f.hidden = 8192;
+  f.bias = nullptr;
+  CHECK_FALSE(lg::plain_forward(f, 4));
+  f.bias = &bias;
+  f.zero_centered = true;
+  CHECK_FALSE(lg::plain_forward(f, 4));
+  f.zero_centered = false;
+  f.residual = &residual;
+  CHECK_FALSE(lg::plain_forward(f, 4));
+  f.residual = nullptr;
+  f.kind = lg::NormKind::L2;
+  f.weight = f.bias = nullptr;
+  CHECK(lg::plain_forward(f, 4));
+  lg::NormBackwardArgs b;
+  b.kind = lg::NormKind::Layer;
+  b.hidden = 8192;
+  b.threads = lg::norm_backward_threads(b.hidden, true);
+  b.weight = &weight;
+  CHECK(lg::plain_backward(b, 4));  // beta or not
+  b.d_residual_out = &residual;
+  CHECK_FALSE(lg::plain_backward(b, 4));
+  b.d_residual_out = nullptr;
+  b.weight = nullptr;
+  CHECK_FALSE(lg::plain_backward(b, 4));
+}

@@ -165,9 +165,20 @@ constexpr int kRuntime = -1;
 // "not memory-efficient" (those rows take the run-time kernels) and fixes which weight sums are
 // accumulated (dbeta for LayerNorm only, dgamma unless L2). The math is the same for every
 // form: only the branches and conversions are resolved earlier, so the bits are the same.
-template <Dt kRows, Dt kWeights, int kKind, int kLlama, bool kWholeChunks>
+// kPlainFlags: the common call's flags fixed too (the ring kernels' plain instantiations): gamma
+// present (RMSNorm, LayerNorm), beta present (the LayerNorm forward; the backward reads beta only
+// when memory-efficient, which a fixed kind never is), gamma not zero-centred, no residual. Each
+// of them is a predicated instruction or a default register per element otherwise.
+// kFullChunks: every thread holds all its K chunk slots (chunks = threads x K, e.g. H = 4096 and
+// 8192 on the ring kernels), so no chunk is guarded by a branch; the guards cost more than
+// their own instructions, since each chunk was a basic block of its own (the compiler could
+// neither share address arithmetic between chunks nor overlap one chunk's gamma load with
+// another's math).
+template <Dt kRows, Dt kWeights, int kKind, int kLlama, bool kWholeChunks,
+          bool kPlainFlags = false, bool kFullChunks = false>
 struct NormForm {
-  static constexpr bool kWhole = kWholeChunks;
+  static constexpr bool kWhole = kWholeChunks || kFullChunks;
+  static constexpr bool kFull = kFullChunks;
   static constexpr bool kFixedKind = kKind != kRuntime;
   __device__ __forceinline__ static Dt rows(Dt d) { return kRows == kRuntimeDt ? d : kRows; }
   __device__ __forceinline__ static Dt weights(Dt d) {
@@ -182,6 +193,14 @@ struct NormForm {
   __device__ __forceinline__ static bool memory_efficient(bool m) {
     return kKind == kRuntime ? m : false;
   }
+  __device__ __forceinline__ static bool with_weight(bool w) {
+    return kPlainFlags ? kKind != static_cast<int>(NormKind::L2) : w;
+  }
+  __device__ __forceinline__ static bool with_bias(bool b) {
+    return kPlainFlags ? kKind == static_cast<int>(NormKind::Layer) : b;
+  }
+  __device__ __forceinline__ static bool zero_centered(bool z) { return kPlainFlags ? false : z; }
+  __device__ __forceinline__ static bool residual(bool r) { return kPlainFlags ? false : r; }
   // The run-time forms accumulate both sums (and store those wanted).
   static constexpr bool kDbeta = kKind == kRuntime || kKind == static_cast<int>(NormKind::Layer);
   static constexpr bool kDgamma = kKind == kRuntime || kKind != static_cast<int>(NormKind::L2);
@@ -191,9 +210,10 @@ using RuntimeForm = NormForm<kRuntimeDt, kRuntimeDt, kRuntime, kRuntime, false>;
 template <Dt D>
 using RowsForm = NormForm<D, kRuntimeDt, kRuntime, kRuntime, false>;
 // The ring kernels: one 16-bit dtype for rows and weights, the kind and casting mode fixed
-// (kLlama only with RMSNorm), whole chunks.
-template <Dt D, NormKind kKind, bool kLlama>
-using RingForm = NormForm<D, D, static_cast<int>(kKind), kLlama ? 1 : 0, true>;
+// (kLlama only with RMSNorm), whole chunks; kPlain: the plain flags and full chunks too (the
+// common call at the common hidden sizes: one more instantiation per form, not three).
+template <Dt D, NormKind kKind, bool kLlama, bool kPlain>
+using RingForm = NormForm<D, D, static_cast<int>(kKind), kLlama ? 1 : 0, true, kPlain, kPlain>;
 
 // The elements of a present chunk (n > 0): n, or kChunk when the form knows chunks are whole.
 template <class Form>
@@ -207,6 +227,9 @@ __device__ __forceinline__ int present_length(int n) {
 __device__ __forceinline__ const void* row_start(const void* base, Dt d, int64_t row,
                                                  int64_t stride) {
   return static_cast<const unsigned char*>(base) + row * stride * (d == Dt::F32 ? 4 : 2);
+}
+__device__ __forceinline__ void* row_start(void* base, Dt d, int64_t row, int64_t stride) {
+  return static_cast<unsigned char*>(base) + row * stride * (d == Dt::F32 ? 4 : 2);
 }
 
 // Called by every thread once a row's first block reduction is complete: the ring kernels
@@ -254,7 +277,7 @@ __device__ __forceinline__ void forward_row(const NormForwardArgs& a, int64_t ro
   const NormKind kind = Form::kind(a.kind);
   const bool layer = kind == NormKind::Layer;
   const Dt xd = Form::rows(a.x_dt), yd = Form::rows(a.y_dt), wd = Form::weights(a.w_dt);
-  const bool residual = a.residual != nullptr;
+  const bool residual = Form::residual(a.residual != nullptr);
   const float h_count = static_cast<float>(hidden);
 
   int n[K];
@@ -262,7 +285,10 @@ __device__ __forceinline__ void forward_row(const NormForwardArgs& a, int64_t ro
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int64_t c = thread_x() + k * threads;
-    n[k] = c < chunks ? (Form::kWhole ? kChunk : chunk_length(hidden, c)) : 0;
+    n[k] = Form::kFull    ? kChunk
+           : c >= chunks  ? 0
+           : Form::kWhole ? kChunk
+                          : chunk_length(hidden, c);
     column[k] = c * kChunk;
   }
   // Every load is issued before any is used.
@@ -333,8 +359,10 @@ __device__ __forceinline__ void forward_row(const NormForwardArgs& a, int64_t ro
   }
 
   const bool rms_llama = kind == NormKind::Rms && Form::llama(a.llama);
-  const bool with_weight = kind != NormKind::L2 && a.weight != nullptr;
-  const bool with_bias = layer && a.bias != nullptr;
+  const bool with_weight = kind != NormKind::L2 && Form::with_weight(a.weight != nullptr);
+  const bool with_bias = layer && Form::with_bias(a.bias != nullptr);
+  const bool zero_centered = Form::zero_centered(a.zero_centered);
+  void* y_row = row_start(a.y, yd, row, a.y_stride);  // once a row, not once a chunk
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     if (n[k] == 0) continue;
@@ -343,7 +371,7 @@ __device__ __forceinline__ void forward_row(const NormForwardArgs& a, int64_t ro
     raw_to_float(xd, h_raw[k], h);
     if (with_weight) {
       load_chunk<kAligned>(a.weight, wd, column[k], m, w);
-      if (a.zero_centered) {
+      if (zero_centered) {
 #pragma unroll
         for (int e = 0; e < kChunk; ++e) w[e] = add_rn(1.0f, w[e]);
       }
@@ -371,7 +399,7 @@ __device__ __forceinline__ void forward_row(const NormForwardArgs& a, int64_t ro
       }
       y[e] = layer ? fma_rn(x_hat[e], w[e], b[e]) : mul_rn(x_hat[e], w[e]);
     }
-    store_chunk<kAligned>(a.y, yd, row * a.y_stride + column[k], m, y);
+    store_chunk<kAligned>(y_row, yd, column[k], m, y);
   }
   if (thread_x() == 0) {
     a.rstd[row] = rstd;
@@ -504,6 +532,13 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks)
 
 // ---- backward -------------------------------------------------------------------------------
 
+// dx of one element, Liger's (gh - (x_hat * mean(gh x_hat) + mean(gh))) * rstd: the product and
+// the sum as one fused multiply-add (mean_gh = 0 for RMSNorm/L2: then an exact product).
+__device__ __forceinline__ float dx_of(float gh, float x_hat, float mean_gh, float mean_ghx,
+                                       float rstd) {
+  return mul_rn(sub_rn(gh, fma_rn(x_hat, mean_ghx, mean_gh)), rstd);
+}
+
 // One chunk's inputs to the backward: dy, x-hat and gamma_eff.
 struct BackwardChunk {
   float dy[kChunk];
@@ -523,9 +558,9 @@ __device__ __forceinline__ void finish_backward_chunk(const NormBackwardArgs& a,
   const bool memory_efficient = Form::memory_efficient(a.memory_efficient);
   const Dt wd = Form::weights(a.w_dt);
   float b[kChunk] = {};  // read only with a bias; zeroed for g++ -Wmaybe-uninitialized
-  if (kind != NormKind::L2 && a.weight != nullptr) {
+  if (kind != NormKind::L2 && Form::with_weight(a.weight != nullptr)) {
     load_chunk<kAligned>(a.weight, wd, column, n, out.gamma);
-    if (a.zero_centered) {
+    if (Form::zero_centered(a.zero_centered)) {
 #pragma unroll
       for (int k = 0; k < kChunk; ++k) out.gamma[k] = add_rn(1.0f, out.gamma[k]);
     }
@@ -572,8 +607,8 @@ __device__ __forceinline__ void backward_values(const NormBackwardArgs& a, int64
 }
 
 // The columns thread t owns on the register and ring backward: chunks t + k * blockDim (k < K),
-// n[k] elements of chunk k (0 past the row), starting at column[k].
-template <int K>
+// n[k] elements of chunk k (0 past the row; kFull: kChunk, known), starting at column[k].
+template <int K, bool kFull = false>
 struct BackwardColumns {
   int n[K];
   int64_t column[K];
@@ -582,7 +617,7 @@ struct BackwardColumns {
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int64_t chunk = thread_x() + static_cast<int64_t>(k) * block_dim();
-      n[k] = chunk < chunks ? chunk_length(hidden, chunk) : 0;
+      n[k] = kFull ? kChunk : chunk < chunks ? chunk_length(hidden, chunk) : 0;
       column[k] = chunk * kChunk;
     }
   }
@@ -602,7 +637,8 @@ struct WeightSums {
   }
   // Into partial row `block` of the workspace (whole chunks: 16-byte stores, the partial rows
   // being 32-byte aligned when H % 8 == 0).
-  __device__ __forceinline__ void store(const NormBackwardArgs& a, const BackwardColumns<K>& c,
+  __device__ __forceinline__ void store(const NormBackwardArgs& a,
+                                        const BackwardColumns<K, Form::kFull>& c,
                                         int64_t block) const {
     const bool want_dgamma = Form::kDgamma && a.dweight_partial != nullptr;
     const bool want_dbeta = Form::kDbeta && a.dbias_partial != nullptr;
@@ -651,7 +687,7 @@ template <class Form, bool kAligned, int kWords, int K>
 struct GlobalChunks {
   const NormBackwardArgs& a;
   int64_t row;
-  const BackwardColumns<K>& c;
+  const BackwardColumns<K, Form::kFull>& c;
   __device__ __forceinline__ void operator()(int k, RawChunk<kWords>& dy_out,
                                              RawChunk<kWords>& xy_out) const {
     load_raw<kAligned>(a.dy, Form::rows(a.y_dt), row * a.dy_stride + c.column[k], c.n[k],
@@ -669,13 +705,15 @@ struct GlobalChunks {
 template <class Form, bool kAligned, int kWords, int K, class Chunks, class Hook>
 __device__ __forceinline__ void backward_row(const NormBackwardArgs& a, int64_t row, float rstd,
                                              float mean, const Chunks& chunks,
-                                             const void* dres_row, const BackwardColumns<K>& c,
+                                             const void* dres_row,
+                                             const BackwardColumns<K, Form::kFull>& c,
                                              WeightSums<Form, K>& w, float* scratch,
                                              const Hook& after_reduction) {
   const NormKind kind = Form::kind(a.kind);
   const bool layer = kind == NormKind::Layer;
   const bool rms_llama = kind == NormKind::Rms && Form::llama(a.llama);
   const Dt xd = Form::rows(a.x_dt);
+  const bool residual = Form::residual(a.d_residual_out != nullptr);
   const float h_count = static_cast<float>(a.hidden);
   float sums[2] = {0.0f, 0.0f};  // sum gh, sum gh * x-hat
 #pragma unroll
@@ -704,12 +742,13 @@ __device__ __forceinline__ void backward_row(const NormBackwardArgs& a, int64_t 
   after_reduction();
   const float mean_gh = layer ? div_rn(sums[0], h_count) : 0.0f;
   const float mean_ghx = div_rn(sums[1], h_count);
+  void* dx_row = row_start(a.dx, xd, row, a.dx_stride);  // once a row, not once a chunk
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     if (c.n[k] == 0) continue;
     const int m = present_length<Form>(c.n[k]);
     float extra[kChunk] = {};
-    if (a.d_residual_out != nullptr) load_chunk<kAligned>(dres_row, xd, c.column[k], m, extra);
+    if (residual) load_chunk<kAligned>(dres_row, xd, c.column[k], m, extra);
     // gh and x-hat again from the raw row (gamma from L1): fewer registers live across the
     // reduction than keeping 16 floats a chunk.
     RawChunk<kWords> dy_raw, xy_raw;
@@ -720,11 +759,10 @@ __device__ __forceinline__ void backward_row(const NormBackwardArgs& a, int64_t 
 #pragma unroll
     for (int e = 0; e < kChunk; ++e) {
       const float gh = mul_rn(in.dy[e], in.gamma[e]);
-      const float inner = sub_rn(sub_rn(gh, mean_gh), mul_rn(in.x_hat[e], mean_ghx));
-      dx[e] = mul_rn(rstd, inner);
-      if (a.d_residual_out != nullptr) dx[e] = add_rn(dx[e], extra[e]);
+      dx[e] = dx_of(gh, in.x_hat[e], mean_gh, mean_ghx, rstd);
+      if (residual) dx[e] = add_rn(dx[e], extra[e]);
     }
-    store_chunk<kAligned>(a.dx, xd, row * a.dx_stride + c.column[k], m, dx);
+    store_chunk<kAligned>(dx_row, xd, c.column[k], m, dx);
   }
 }
 
@@ -735,7 +773,7 @@ __device__ __forceinline__ void backward_row(const NormBackwardArgs& a, int64_t 
 template <class Form, bool kAligned, int kWords, int K>
 __device__ __forceinline__ void backward_rows_registers(const NormBackwardArgs& a,
                                                         float* scratch) {
-  const BackwardColumns<K> c(a.hidden);
+  const BackwardColumns<K, Form::kFull> c(a.hidden);
   const bool with_mean = a.kind == NormKind::Layer && !a.memory_efficient;
   WeightSums<Form, K> w;
   w.clear();
@@ -891,8 +929,7 @@ __device__ __forceinline__ void backward_rows_shared(const NormBackwardArgs& a, 
 #pragma unroll
       for (int e = 0; e < kChunk; ++e) {
         const float gh = mul_rn(in.dy[e], in.gamma[e]);
-        const float inner = sub_rn(sub_rn(gh, mean_gh), mul_rn(in.x_hat[e], mean_ghx));
-        dx[e] = mul_rn(rstd, inner);
+        dx[e] = dx_of(gh, in.x_hat[e], mean_gh, mean_ghx, rstd);
         if (a.d_residual_out != nullptr) dx[e] = add_rn(dx[e], extra[e]);
       }
       store_chunk<kAligned>(a.dx, a.x_dt, row * a.dx_stride + column, n, dx);

@@ -93,15 +93,41 @@ inline unsigned ring_grid(const RingPlan& plan, int sm_count, int64_t work) {
   return static_cast<unsigned>(resident < work ? resident : work);
 }
 
+// Whether a ring kernel of K chunks a thread runs on its plain form (RingForm's kPlain): the
+// flags it fixes (gamma present for RMS and LayerNorm, not zero-centred, no residual; the
+// forward's beta present for LayerNorm) and every thread's K chunks in the row.
+template <class Args>
+bool full_chunks(const Args& a, int k) {
+  return norm_chunks(a.hidden) == static_cast<int64_t>(a.threads) * k;
+}
+inline bool plain_forward(const NormForwardArgs& a, int k) {
+  return a.residual == nullptr && !a.zero_centered &&
+         (a.kind == NormKind::L2 || a.weight != nullptr) &&
+         (a.kind != NormKind::Layer || a.bias != nullptr) && full_chunks(a, k);
+}
+inline bool plain_backward(const NormBackwardArgs& a, int k) {
+  return a.d_residual_out == nullptr && !a.zero_centered &&
+         (a.kind == NormKind::L2 || a.weight != nullptr) && full_chunks(a, k);
+}
+
 // Calls f(kernel-template selector) with the ring kernels' compile-time form: the dtype (BF16 or
-// F16), the kind, and for RMSNorm the casting mode.
-template <template <Dt, NormKind, bool> class Pick, class Args, class F>
-void with_ring_form(const Args& a, Dt d, const F& f) {
+// F16), the kind, for RMSNorm the casting mode, and whether the flags are the plain ones.
+template <template <Dt, NormKind, bool, bool> class Pick, class Args, class F>
+void with_ring_form(const Args& a, Dt d, bool plain, const F& f) {
+  auto by_plain = [&](auto dtype, auto kind, auto llama) {
+    constexpr Dt kD = decltype(dtype)::value;
+    constexpr NormKind kKind = decltype(kind)::value;
+    constexpr bool kLlama = decltype(llama)::value;
+    if (plain)
+      f(Pick<kD, kKind, kLlama, true>{});
+    else
+      f(Pick<kD, kKind, kLlama, false>{});
+  };
   auto by_dtype = [&](auto kind, auto llama) {
     if (d == Dt::BF16)
-      f(Pick<Dt::BF16, decltype(kind)::value, decltype(llama)::value>{});
+      by_plain(std::integral_constant<Dt, Dt::BF16>{}, kind, llama);
     else
-      f(Pick<Dt::F16, decltype(kind)::value, decltype(llama)::value>{});
+      by_plain(std::integral_constant<Dt, Dt::F16>{}, kind, llama);
   };
   using Layer = std::integral_constant<NormKind, NormKind::Layer>;
   using Rms = std::integral_constant<NormKind, NormKind::Rms>;
@@ -117,16 +143,16 @@ void with_ring_form(const Args& a, Dt d, const F& f) {
 }
 
 // The ring kernels of a form, as selectors (a class template cannot take a kernel template).
-template <Dt D, NormKind kKind, bool kLlama>
+template <Dt D, NormKind kKind, bool kLlama, bool kPlain>
 struct ForwardRing {
   template <int K>
-  static auto kernel() { return forward_ring_kernel<D, kKind, kLlama, K>; }
+  static auto kernel() { return forward_ring_kernel<D, kKind, kLlama, kPlain, K>; }
 };
-template <Dt D, NormKind kKind, bool kLlama>
+template <Dt D, NormKind kKind, bool kLlama, bool kPlain>
 struct BackwardRing {
   static constexpr NormKind kind = kKind;
   template <int K>
-  static auto kernel() { return backward_ring_kernel<D, kKind, kLlama, K>; }
+  static auto kernel() { return backward_ring_kernel<D, kKind, kLlama, kPlain, K>; }
 };
 
 template <int kWords, class Launch>
@@ -145,7 +171,7 @@ void dispatch_norm_forward_ring(Launch&& launch, const NormForwardArgs& a, const
                                 int chunks) {
   const unsigned grid = ring_grid(plan, a.sm_count, a.rows);
   const auto shared = static_cast<size_t>(plan.shared_bytes());
-  with_ring_form<ForwardRing>(a, a.x_dt, [&](auto form) {
+  with_ring_form<ForwardRing>(a, a.x_dt, plain_forward(a, chunks), [&](auto form) {
     using Form = decltype(form);
     if (chunks == 1)
       launch(grid, a.threads, shared, Form::template kernel<1>(), a, plan);
@@ -182,7 +208,7 @@ void dispatch_norm_backward_registers(Launch&& launch, const NormBackwardArgs& a
   if (plan.stages > 0) {
     const unsigned grid = ring_grid(plan, a.sm_count, blocks);
     const auto shared = static_cast<size_t>(plan.shared_bytes());
-    with_ring_form<BackwardRing>(a, a.x_dt, [&](auto form) {
+    with_ring_form<BackwardRing>(a, a.x_dt, plain_backward(a, K), [&](auto form) {
       using Form = decltype(form);
       // K = 4: LayerNorm only (norm_backward_chunks_per_thread); no RMS/L2 instantiation.
       if constexpr (K <= kNormBackwardChunksPerThread || Form::kind == NormKind::Layer)

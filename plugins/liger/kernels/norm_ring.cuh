@@ -96,12 +96,14 @@ __device__ __forceinline__ void ring_refill_current(const RowRing& ring, int i, 
 // Rows block_x(), block_x() + grid, ...; x and residual through the ring, K chunks a thread as
 // forward_register_kernel<K, 4>, with everything the row math branches on fixed at compile
 // time (RingForm: the dtype of x, residual, y, gamma and beta; the kind; the casting mode;
-// whole chunks). 64 registers at most (two 512-thread blocks' worth per SM), so that blocks of
-// 128 threads (H = 4096) run 8 to an SM.
-template <Dt D, NormKind kKind, bool kLlama, int K>
+// whole chunks; with kPlain the flags, gamma and beta present, not zero-centred, no residual,
+// and all K chunks of every thread in the row).
+// 64 registers at most (two 512-thread blocks' worth per SM), so that blocks of 128 threads
+// (H = 4096) run 8 to an SM.
+template <Dt D, NormKind kKind, bool kLlama, bool kPlain, int K>
 __global__ void __launch_bounds__(kMaxRowThreads, kRingForwardMinBlocks)
     forward_ring_kernel(NormForwardArgs a, RingPlan plan) {
-  using Form = RingForm<D, kKind, kLlama>;
+  using Form = RingForm<D, kKind, kLlama, kPlain>;
   SY_LIGER_SHARED float scratch[32];
   SY_LIGER_SHARED uint64_t full[kRingMaxStages];
   const RowRing ring{static_cast<unsigned char*>(dynamic_shared()), full, plan};
@@ -139,13 +141,15 @@ __global__ void __launch_bounds__(kMaxRowThreads, kRingForwardMinBlocks)
 // Partial blocks (32 rows each) block_x(), block_x() + grid, ..., their rows in order; dy,
 // x_or_y and d_residual_out through the ring, K chunks a thread as backward_register_kernel
 // <D, K>, with RingForm's compile-time knowledge (one 16-bit dtype for every row tensor and
-// gamma; the kind; the casting mode; whole chunks; not memory-efficient). A partial row is
-// stored when its block's last row is done. kMinBlocks: 2 (64 registers) without dbeta, 1 with
-// (K = 4, LayerNorm rows of one 16-bit dtype: 128-thread blocks at H = 4096, 4 to an SM).
-template <Dt D, NormKind kKind, bool kLlama, int K>
+// gamma; the kind; the casting mode; whole chunks; not memory-efficient; with kPlain: gamma
+// present, not zero-centred, no d_residual_out, all K chunks of every thread in the row). A
+// partial row is stored when its block's last row is done. kMinBlocks: 2 (64 registers) without
+// dbeta, 1 with (K = 4, LayerNorm rows of one 16-bit dtype: 128-thread blocks at H = 4096, 4 to
+// an SM).
+template <Dt D, NormKind kKind, bool kLlama, bool kPlain, int K>
 __global__ void __launch_bounds__(kNormBackwardMaxThreads, ring_backward_min_blocks(kKind))
     backward_ring_kernel(NormBackwardArgs a, RingPlan plan) {
-  using Form = RingForm<D, kKind, kLlama>;
+  using Form = RingForm<D, kKind, kLlama, kPlain>;
   constexpr int kRows = kNormRowsPerBlock;
   SY_LIGER_SHARED float scratch[64];
   SY_LIGER_SHARED uint64_t full[kRingMaxStages];
@@ -169,7 +173,7 @@ __global__ void __launch_bounds__(kNormBackwardMaxThreads, ring_backward_min_blo
     ring.fill(s, rows);
   };
 
-  const BackwardColumns<K> c(a.hidden);
+  const BackwardColumns<K, Form::kFull> c(a.hidden);
   constexpr bool kWithMean = kKind == NormKind::Layer;  // never memory-efficient here
   WeightSums<Form, K> w;
   w.clear();
