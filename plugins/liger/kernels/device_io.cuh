@@ -318,10 +318,38 @@ __device__ __forceinline__ int64_t load_label(const void* labels, bool labels64,
 
 // ---- block reductions -----------------------------------------------------------------------
 
+// false: block_sum's run-time loop for every warp count (for A/B).
+constexpr bool kBlockSumUnrolled = true;
+
+// The second stage of block_sum for a block of W warps known at compile time: every warp's
+// partial loaded before the first add (independent loads, LDS.128 at 8 warps: one shared-memory
+// latency), then added in warp order as the run-time loop does (the same bits). The run-time
+// loop compiled to 16/8/4-wide unrolled blocks plus a remainder of up to three dependent
+// load-then-add steps behind branches, one N after the other: at 8 warps and N = 2 about eight
+// serial shared-memory round trips a row.
+template <int W, int N>
+__device__ __forceinline__ void add_warp_partials(float (&v)[N], const float* scratch) {
+  float p[N][W];
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int w = 0; w < W; ++w) p[i][w] = scratch[i * 32 + w];
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    float s = p[i][0];
+#pragma unroll
+    for (int w = 1; w < W; ++w) s = add_rn(s, p[i][w]);
+    v[i] = s;
+  }
+}
+
 // Sums N values over the block; every thread gets the same bits. A warp butterfly (each step
 // adds the same two operands on both partner lanes, and IEEE addition commutes), then the warp
 // sums in warp order. blockDim.x must be a multiple of 32; `scratch` holds N * 32 floats.
-template <int N>
+// kReuse = false: the caller never passes the same scratch to two consecutive calls (it
+// alternates two), so the trailing barrier is not needed: a thread writes scratch in call m + 2
+// only after passing call m + 1's barrier, which every thread reaches after its reads of call m.
+template <int N, bool kReuse = true>
 __device__ __forceinline__ void block_sum(float (&v)[N], float* scratch) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) {
@@ -335,13 +363,25 @@ __device__ __forceinline__ void block_sum(float (&v)[N], float* scratch) {
     for (int i = 0; i < N; ++i) scratch[i * 32 + warp] = v[i];
   }
   sync_threads();
+  // The ring kernels' block sizes (4, 8, 16 warps) unrolled; others the loop.
+  if (kBlockSumUnrolled && warps == 8) {
+    add_warp_partials<8>(v, scratch);
+  } else if (kBlockSumUnrolled && warps == 4) {
+    add_warp_partials<4>(v, scratch);
+  } else if (kBlockSumUnrolled && warps == 16) {
+    add_warp_partials<16>(v, scratch);
+  } else {
 #pragma unroll
-  for (int i = 0; i < N; ++i) {
-    float s = scratch[i * 32];
-    for (int w = 1; w < warps; ++w) s = add_rn(s, scratch[i * 32 + w]);
-    v[i] = s;
+    for (int i = 0; i < N; ++i) {
+      float s = scratch[i * 32];
+      // Not unrolled: the compiler's unrolled remainder keeps a trip count live across the row
+      // (a 4-byte spill in the 128-register LayerNorm backward).
+#pragma unroll 1
+      for (int w = 1; w < warps; ++w) s = add_rn(s, scratch[i * 32 + w]);
+      v[i] = s;
+    }
   }
-  sync_threads();  // scratch may be reused at once
+  if constexpr (kReuse) sync_threads();  // scratch may be reused at once
 }
 
 }  // namespace switchyard::liger::device

@@ -267,7 +267,10 @@ __device__ __forceinline__ void float_to_raw(Dt d, const float (&v)[kChunk],
 // or its copy in a ring stage) before the first reduction, and h is kept as raw words (the
 // bits of x's dtype: h is rounded to it) and converted where it is used; everything else is
 // addressed in global memory.
-template <class Form, int K, bool kAligned, int kWords, class Hook>
+// kAlternating: the caller passes one of two 64-float scratch areas, never the same one to two
+// consecutive rows; the row's reductions then use scratch[0, 32) and [32, 64) and skip
+// block_sum's trailing barrier (consecutive reductions never share an area).
+template <class Form, int K, bool kAligned, int kWords, bool kAlternating = false, class Hook>
 __device__ __forceinline__ void forward_row(const NormForwardArgs& a, int64_t row,
                                             const void* x_row, const void* residual_row,
                                             float* scratch, const Hook& after_reduction) {
@@ -332,7 +335,7 @@ __device__ __forceinline__ void forward_row(const NormForwardArgs& a, int64_t ro
     for (int e = 0; e < kChunk; ++e)
       if (e < m) sum[0] = layer ? add_rn(sum[0], h[e]) : fma_rn(h[e], h[e], sum[0]);
   }
-  block_sum<1>(sum, scratch);
+  block_sum<1, !kAlternating>(sum, scratch);
   after_reduction();
 
   float mean = 0.0f;
@@ -352,7 +355,7 @@ __device__ __forceinline__ void forward_row(const NormForwardArgs& a, int64_t ro
         if (e < m) squares[0] = fma_rn(d, d, squares[0]);
       }
     }
-    block_sum<1>(squares, scratch);
+    block_sum<1, !kAlternating>(squares, kAlternating ? scratch + 32 : scratch);
     rstd = div_rn(1.0f, sqrt_rn(add_rn(div_rn(squares[0], h_count), a.eps)));
   } else {
     rstd = div_rn(1.0f, sqrt_rn(add_rn(div_rn(sum[0], h_count), a.eps)));
@@ -702,7 +705,9 @@ struct GlobalChunks {
 // of the row then stays in registers across the reduction); d_residual_out is read from
 // dres_row (its row in global memory or in a ring stage) and gamma from global memory (L1); dx
 // is written to global memory. The thread's partial sums add its chunks in k order (fixed by H).
-template <class Form, bool kAligned, int kWords, int K, class Chunks, class Hook>
+// kAlternating: as forward_row's (two 64-float areas, alternated row by row by the caller).
+template <class Form, bool kAligned, int kWords, int K, bool kAlternating = false, class Chunks,
+          class Hook>
 __device__ __forceinline__ void backward_row(const NormBackwardArgs& a, int64_t row, float rstd,
                                              float mean, const Chunks& chunks,
                                              const void* dres_row,
@@ -738,7 +743,7 @@ __device__ __forceinline__ void backward_row(const NormBackwardArgs& a, int64_t 
       if (Form::kDbeta) w.dbeta[k][e] = add_rn(w.dbeta[k][e], in.dy[e]);
     }
   }
-  block_sum<2>(sums, scratch);
+  block_sum<2, !kAlternating>(sums, scratch);
   after_reduction();
   const float mean_gh = layer ? div_rn(sums[0], h_count) : 0.0f;
   const float mean_ghx = div_rn(sums[1], h_count);

@@ -91,6 +91,10 @@ __device__ __forceinline__ void ring_refill_current(const RowRing& ring, int i, 
   }
 }
 
+// Two scratch areas alternated row by row, so that block_sum skips its trailing barrier
+// (forward_row / backward_row's kAlternating); false: one area and the barrier (for A/B).
+constexpr bool kRingAlternateScratch = true;
+
 // ---- forward --------------------------------------------------------------------------------
 
 // Rows block_x(), block_x() + grid, ...; x and residual through the ring, K chunks a thread as
@@ -104,7 +108,9 @@ template <Dt D, NormKind kKind, bool kLlama, bool kPlain, int K>
 __global__ void __launch_bounds__(kMaxRowThreads, kRingForwardMinBlocks)
     forward_ring_kernel(NormForwardArgs a, RingPlan plan) {
   using Form = RingForm<D, kKind, kLlama, kPlain>;
-  SY_LIGER_SHARED float scratch[32];
+  // Two areas alternated row by row: no barrier after each reduction (forward_row's
+  // kAlternating).
+  SY_LIGER_SHARED float scratch[2][64];
   SY_LIGER_SHARED uint64_t full[kRingMaxStages];
   const RowRing ring{static_cast<unsigned char*>(dynamic_shared()), full, plan};
   const int64_t first = block_x();
@@ -130,8 +136,10 @@ __global__ void __launch_bounds__(kMaxRowThreads, kRingForwardMinBlocks)
   for (int i = 0; i < count; ++i, row += step) {
     ring.wait(s, parity);
     const unsigned char* stage = ring.stage(s);
-    forward_row<Form, K, true, 4>(a, row, stage + plan.offset[0], stage + plan.offset[1],
-                                  scratch, [&] { ring_refill_current(ring, i, s, count, fill); });
+    forward_row<Form, K, true, 4, kRingAlternateScratch>(
+        a, row, stage + plan.offset[0], stage + plan.offset[1],
+        scratch[kRingAlternateScratch ? i & 1 : 0],
+        [&] { ring_refill_current(ring, i, s, count, fill); });
     ring.advance(s, parity);
   }
 }
@@ -151,7 +159,7 @@ __global__ void __launch_bounds__(kNormBackwardMaxThreads, ring_backward_min_blo
     backward_ring_kernel(NormBackwardArgs a, RingPlan plan) {
   using Form = RingForm<D, kKind, kLlama, kPlain>;
   constexpr int kRows = kNormRowsPerBlock;
-  SY_LIGER_SHARED float scratch[64];
+  SY_LIGER_SHARED float scratch[2][64];  // alternated row by row (backward_row's kAlternating)
   SY_LIGER_SHARED uint64_t full[kRingMaxStages];
   const RowRing ring{static_cast<unsigned char*>(dynamic_shared()), full, plan};
   const int64_t partials = (a.rows + kRows - 1) / kRows;
@@ -200,8 +208,9 @@ __global__ void __launch_bounds__(kNormBackwardMaxThreads, ring_backward_min_blo
       load_raw<true>(stage + plan.offset[0], D, c.column[k], kChunk, dy_raw);
       load_raw<true>(stage + plan.offset[1], D, c.column[k], kChunk, xy_raw);
     };
-    backward_row<Form, true, 4, K>(
-        a, row, rstd, mean, chunks, stage + plan.offset[2], c, w, scratch,
+    backward_row<Form, true, 4, K, kRingAlternateScratch>(
+        a, row, rstd, mean, chunks, stage + plan.offset[2], c, w,
+        scratch[kRingAlternateScratch ? i & 1 : 0],
         [&] { ring_refill_previous(ring, i, previous, count, fill); });
     if (last_of_partial) {
       w.store(a, c, row / kRows);
