@@ -355,6 +355,25 @@ NormOutputs run_case(const NormCase& c) {
   return out;
 }
 
+// Runs c (sm_count > 0: the ring kernels where they apply) and again on the register kernels
+// (sm_count 0), checks that every output has the same bits, and returns the first run's
+// outputs (which kernels ran).
+NormOutputs check_same_bits_as_registers(NormCase c) {
+  const NormOutputs ring = run_case(c);
+  c.sm_count = 0;
+  const NormOutputs registers = run_case(c);
+  CHECK_FALSE(registers.forward_ring);
+  CHECK_FALSE(registers.backward_ring);
+  CHECK(ring.y == registers.y);
+  CHECK(ring.residual_out == registers.residual_out);
+  CHECK(ring.rstd == registers.rstd);
+  CHECK(ring.mean == registers.mean);
+  CHECK(ring.dx == registers.dx);
+  CHECK(ring.dgamma == registers.dgamma);
+  CHECK(ring.dbeta == registers.dbeta);
+  return ring;
+}
+
 NormCase make(sy_norm_kind kind, Dt dtype, int64_t rows, int64_t hidden, uint32_t flags = 0) {
   NormCase c;
   c.kind = kind;
@@ -527,20 +546,9 @@ TEST_CASE("norms: the ring kernels give the register kernels' bits (many rows a 
       for (uint32_t flags : {0u, uint32_t{SY_NORM_RESIDUAL | SY_NORM_ZERO_CENTERED_GAMMA}}) {
         NormCase c = make(kind, Dt::BF16, shape.rows, shape.hidden, flags);
         c.dx_over_dy = shape.hidden == 4096;
-        const NormOutputs ring = run_case(c);
-        c.sm_count = 0;
-        const NormOutputs registers = run_case(c);
+        const NormOutputs ring = check_same_bits_as_registers(c);
         CHECK(ring.forward_ring);
         CHECK(ring.backward_ring);
-        CHECK_FALSE(registers.forward_ring);
-        CHECK_FALSE(registers.backward_ring);
-        CHECK(ring.y == registers.y);
-        CHECK(ring.residual_out == registers.residual_out);
-        CHECK(ring.rstd == registers.rstd);
-        CHECK(ring.mean == registers.mean);
-        CHECK(ring.dx == registers.dx);
-        CHECK(ring.dgamma == registers.dgamma);
-        CHECK(ring.dbeta == registers.dbeta);
       }
     }
   }
@@ -553,17 +561,9 @@ TEST_CASE("norms: the ring kernels give the register kernels' bits (many rows a 
       c.llama = llama;
       c.dx_over_dy = true;
       c.sm_count = 3;
-      const NormOutputs ring = run_case(c);
-      c.sm_count = 0;
-      const NormOutputs registers = run_case(c);
+      const NormOutputs ring = check_same_bits_as_registers(c);
       CHECK(ring.forward_ring);
       CHECK(ring.backward_ring);
-      CHECK(ring.y == registers.y);
-      CHECK(ring.residual_out == registers.residual_out);
-      CHECK(ring.rstd == registers.rstd);
-      CHECK(ring.dx == registers.dx);
-      CHECK(ring.dgamma == registers.dgamma);
-      CHECK(ring.dbeta == registers.dbeta);
     }
   }
   // What the ring kernels leave to the register kernels: gamma of another dtype than the rows,
@@ -594,17 +594,9 @@ TEST_CASE("norms: the ring kernels' plain forms (common flags, all of a thread's
           c.llama = llama;
           c.dx_over_dy = dtype == Dt::F16;
           c.sm_count = 3;
-          const NormOutputs ring = run_case(c);
-          c.sm_count = 0;
-          const NormOutputs registers = run_case(c);
+          const NormOutputs ring = check_same_bits_as_registers(c);
           CHECK(ring.forward_ring);
           CHECK(ring.backward_ring);
-          CHECK(ring.y == registers.y);
-          CHECK(ring.rstd == registers.rstd);
-          CHECK(ring.mean == registers.mean);
-          CHECK(ring.dx == registers.dx);
-          CHECK(ring.dgamma == registers.dgamma);
-          CHECK(ring.dbeta == registers.dbeta);
         }
       }
     }
@@ -613,13 +605,7 @@ TEST_CASE("norms: the ring kernels' plain forms (common flags, all of a thread's
   NormCase c = make(SY_NORM_LAYER, Dt::BF16, 40, 1024);
   c.bias = false;
   c.sm_count = 3;
-  const NormOutputs ring = run_case(c);
-  c.sm_count = 0;
-  const NormOutputs registers = run_case(c);
-  CHECK(ring.y == registers.y);
-  CHECK(ring.dx == registers.dx);
-  CHECK(ring.dgamma == registers.dgamma);
-  CHECK(ring.dbeta == registers.dbeta);
+  check_same_bits_as_registers(c);
 
   // Which calls are plain.
   lg::NormForwardArgs f;
