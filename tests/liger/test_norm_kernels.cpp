@@ -355,6 +355,17 @@ NormOutputs run_case(const NormCase& c) {
   return out;
 }
 
+// Every output of a and b has the same bits.
+void check_same_bits(const NormOutputs& a, const NormOutputs& b) {
+  CHECK(a.y == b.y);
+  CHECK(a.residual_out == b.residual_out);
+  CHECK(a.rstd == b.rstd);
+  CHECK(a.mean == b.mean);
+  CHECK(a.dx == b.dx);
+  CHECK(a.dgamma == b.dgamma);
+  CHECK(a.dbeta == b.dbeta);
+}
+
 // Runs c (sm_count > 0: the ring kernels where they apply) and again on the register kernels
 // (sm_count 0), checks that every output has the same bits, and returns the first run's
 // outputs (which kernels ran).
@@ -364,13 +375,7 @@ NormOutputs check_same_bits_as_registers(NormCase c) {
   const NormOutputs registers = run_case(c);
   CHECK_FALSE(registers.forward_ring);
   CHECK_FALSE(registers.backward_ring);
-  CHECK(ring.y == registers.y);
-  CHECK(ring.residual_out == registers.residual_out);
-  CHECK(ring.rstd == registers.rstd);
-  CHECK(ring.mean == registers.mean);
-  CHECK(ring.dx == registers.dx);
-  CHECK(ring.dgamma == registers.dgamma);
-  CHECK(ring.dbeta == registers.dbeta);
+  check_same_bits(ring, registers);
   return ring;
 }
 
@@ -448,13 +453,7 @@ TEST_CASE("norms: every kernel path (register forward with 1, 2 and 4 chunks a t
     c.pad = 0;
     const NormOutputs packed = run_case(c);
     CHECK_FALSE(padded.backward_ring);
-    CHECK(padded.y == packed.y);
-    CHECK(padded.residual_out == packed.residual_out);
-    CHECK(padded.mean == packed.mean);
-    CHECK(padded.rstd == packed.rstd);
-    CHECK(padded.dx == packed.dx);
-    CHECK(padded.dgamma == packed.dgamma);
-    CHECK(padded.dbeta == packed.dbeta);
+    check_same_bits(padded, packed);
   }
 }
 
@@ -508,13 +507,7 @@ TEST_CASE("norms: strided and unaligned rows give the same bits as aligned ones"
     const NormOutputs shifted = run_case(c);
     CHECK_FALSE(shifted.forward_ring);
     CHECK_FALSE(shifted.backward_ring);
-    CHECK(aligned.y == shifted.y);
-    CHECK(aligned.residual_out == shifted.residual_out);
-    CHECK(aligned.rstd == shifted.rstd);
-    CHECK(aligned.mean == shifted.mean);
-    CHECK(aligned.dx == shifted.dx);
-    CHECK(aligned.dgamma == shifted.dgamma);
-    CHECK(aligned.dbeta == shifted.dbeta);
+    check_same_bits(aligned, shifted);
   }
 }
 
