@@ -44,7 +44,12 @@ NormPlan norm_plan(const sy_norm_problem& p) {
   const bool streamable_layer = vec == 8 && same_dtypes && (p.flags & SY_NORM_MEMORY_EFFICIENT) == 0;
   plan.backward = layout_for(plan.chunks, vec, p.kind == SY_NORM_LAYER && !streamable_layer ? 16 : 32);
 
-  plan.rows_per_chunk = std::max<int64_t>(1, ceil_div(p.rows, kNormMaxRowChunks));
+  // Fewer chunks for wider backward blocks, which fewer of share a multiprocessor (H200: four
+  // of 128 threads, two of 256, one of 512): as many rows on each block's critical path, and
+  // fewer partials to write and sum (LayerNorm 8192: 16 instead of 32 MiB each way).
+  const int64_t max_chunks =
+      std::min<int64_t>(kNormMaxRowChunks, kNormMaxRowChunks * 128 / plan.backward.threads);
+  plan.rows_per_chunk = std::max<int64_t>(1, ceil_div(p.rows, max_chunks));
   plan.chunk_count = ceil_div(p.rows, plan.rows_per_chunk);
   plan.parameters = p.kind == SY_NORM_LAYER ? 2 : p.kind == SY_NORM_RMS ? 1 : 0;
   plan.partial_bytes = round_up(plan.chunk_count * p.hidden * 4, 256);

@@ -36,9 +36,9 @@ struct NormPlan {
   int64_t workspace_bytes = 0; // parameters x partial_bytes (the forward needs none)
 };
 
-// The dgamma/dbeta partition: about four chunks per multiprocessor of an H200 at most, so
-// that every backward block (up to four share a multiprocessor) has work; the partials stay
-// <= 32 MiB.
+// The dgamma/dbeta partition: at most kNormMaxRowChunks chunks (for 128-thread backward blocks,
+// scaled down for wider ones): about one per backward block an H200 holds at once, so that every
+// block has work; the partials stay <= 32 MiB.
 constexpr int64_t kNormMaxRowChunks = 512;
 
 // The problem must have passed validate_norm_problem (hidden <= kNormMaxHidden).

@@ -563,9 +563,11 @@ TEST_CASE("norm plan: the dgamma partition depends on rows and hidden only") {
       CHECK(a.partial_bytes >= a.chunk_count * hidden * 4);
     }
   }
-  // The performance shapes: 512 chunks of 32 rows.
+  // The performance shapes: 512 chunks of 32 rows at 4096 (128-thread backward blocks), 256
+  // of 64 at 8192 (256 threads), 128 of 128 at 16384 (512 threads).
   CHECK(norm_plan(norm(16384, 4096, DLDataType{kDLBfloat, 16, 1})).chunk_count == 512);
-  CHECK(norm_plan(norm(16384, 8192, DLDataType{kDLBfloat, 16, 1})).rows_per_chunk == 32);
+  CHECK(norm_plan(norm(16384, 8192, DLDataType{kDLBfloat, 16, 1})).rows_per_chunk == 64);
+  CHECK(norm_plan(norm(16384, 16384, DLDataType{kDLBfloat, 16, 1})).chunk_count == 128);
   CHECK(norm_plan(norm(0, 4096, DLDataType{kDLBfloat, 16, 1})).chunk_count == 0);
 }
 

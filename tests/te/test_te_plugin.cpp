@@ -369,14 +369,15 @@ TEST_CASE("sm_margin is accepted when the device cannot be asked, refused when i
 }
 
 TEST_CASE("norm workspace: fp32 partials of dgamma (and dbeta) per fixed chunk of rows") {
-  // README: at most 512 chunks of ceil(rows / 512) rows.
-  // bf16 [16384, 4096]: 512 chunks of 32 rows; LayerNorm has two partial arrays, RMS one, L2 none.
+  // README: at most 512 × 128 / (backward threads) chunks of ceil(rows / that) rows.
+  // bf16 [16384, 4096] (128 threads): 512 chunks of 32 rows; LayerNorm has two partial arrays,
+  // RMS one, L2 none.
   const int64_t partial = round_up(512 * 4096 * 4, 256);
   CHECK(norm_workspace(norm_problem(SY_NORM_LAYER, 16384, 4096)) == 2 * partial);
   CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 16384, 4096)) == partial);
   CHECK(norm_workspace(norm_problem(SY_NORM_L2, 16384, 4096)) == 0);
-  // [16384, 8192]: 512 chunks of 32 rows.
-  CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 16384, 8192)) == round_up(512 * 8192 * 4, 256));
+  // [16384, 8192] (256 threads): 256 chunks of 64 rows.
+  CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 16384, 8192)) == round_up(256 * 8192 * 4, 256));
   // Independent of sm_margin (the partition never depends on the grid).
   sy_norm_problem p = norm_problem(SY_NORM_LAYER, 16384, 4096);
   p.sm_margin = 16;
