@@ -100,6 +100,7 @@ void norm_backward(const sy_norm_backward_args& args, const Options& options) {
     if (args.dbias != nullptr)
       k.dbias_partial = reinterpret_cast<float*>(workspace + layout.dbias_partial);
   }
+  k.rows_per_block = layout.rows_per_block;
   k.aligned = all_aligned({args.dy, args.x_or_y, args.weight, args.bias, args.d_residual_out,
                            args.dx});
   // Up to H = 8192: 1-2 chunks a thread (LayerNorm of one 16-bit row dtype, not
@@ -113,7 +114,7 @@ void norm_backward(const sy_norm_backward_args& args, const Options& options) {
   check_cuda(launch_norm_backward(k, stream),
              std::string("launching the ") + norm_kind_name(p.kind) + " backward kernel");
   const bool accumulate = (p.flags & SY_NORM_ACCUMULATE_GRAD_WEIGHT) != 0;
-  const int64_t blocks = norm_backward_blocks(p.rows);
+  const int64_t blocks = layout.blocks;
   if (args.dweight != nullptr)
     check_cuda(launch_norm_weight_grad(k.dweight_partial, blocks, p.hidden,
                                        data_of(*args.dweight), to_dt(p.grad_weight_dtype),

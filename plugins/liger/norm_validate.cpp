@@ -12,8 +12,10 @@ namespace switchyard::liger {
 
 NormWorkspaceLayout norm_workspace_layout(const sy_norm_problem& p) {
   NormWorkspaceLayout layout;
+  layout.rows_per_block = norm_rows_per_block(p.rows, p.hidden);
+  layout.blocks = norm_backward_blocks(p.rows, layout.rows_per_block);
   if (p.kind == SY_NORM_L2 || p.rows == 0) return layout;
-  const int64_t blocks = norm_backward_blocks(p.rows);
+  const int64_t blocks = layout.blocks;
   const int64_t bytes = sy::align_up(
       sy::checked_multiply(sy::checked_multiply(blocks, p.hidden, "blocks x hidden"), 4,
                            "the dgamma partial sums"),

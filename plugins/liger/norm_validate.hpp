@@ -23,6 +23,8 @@ void validate_norm_backward(const sy_norm_backward_args* args);
 
 // Workspace of the backward (the forward needs none): the blocks' dgamma and dbeta sums.
 struct NormWorkspaceLayout {
+  int rows_per_block = 32;       // norm_rows_per_block: the backward's partial blocks
+  int64_t blocks = 0;            // partial rows: norm_backward_blocks(rows, rows_per_block)
   int64_t dweight_partial = -1;  // float [blocks, hidden], RMSNorm and LayerNorm
   int64_t dbias_partial = -1;    // float [blocks, hidden], LayerNorm
   int64_t total = 0;

@@ -65,6 +65,9 @@ struct NormCase {
   // SMs the ring kernels size their grid for (1: few blocks, each walking many rows through
   // its ring); 0 keeps every launch on the register kernels.
   int sm_count = 1;
+  // Rows per dgamma/dbeta partial; 0: the plugin's rule (norm_rows_per_block), which picks 64
+  // only for more rows than the emulator has time for.
+  int rows_per_block = 0;
   uint64_t seed = 3;
 
   bool layer() const { return kind == SY_NORM_LAYER; }
@@ -78,7 +81,8 @@ struct NormCase {
            " H=" + std::to_string(hidden) + " flags=" + std::to_string(flags) +
            (bias ? "" : " no-bias") + (llama ? " llama" : "") + (dx_over_dy ? " dx=dy" : "") +
            " pad=" + std::to_string(pad) + " misalign=" + std::to_string(misalign) +
-           " sm_count=" + std::to_string(sm_count);
+           " sm_count=" + std::to_string(sm_count) +
+           " rows_per_block=" + std::to_string(rows_per_block);
   }
 };
 
@@ -268,7 +272,9 @@ NormOutputs run_case(const NormCase& c) {
   HostMatrix d_res = matrix(c, c.x, residual ? &d.d_residual_out : nullptr);
   HostMatrix dx_separate = matrix(c, c.x, nullptr);
   HostMatrix& dx = c.dx_over_dy ? dy : dx_separate;
-  const int64_t blocks = lg::norm_backward_blocks(n);
+  const int rows_per_block =
+      c.rows_per_block > 0 ? c.rows_per_block : lg::norm_rows_per_block(n, h);
+  const int64_t blocks = lg::norm_backward_blocks(n, rows_per_block);
   std::vector<float> partial_g(static_cast<size_t>(blocks * h),
                                std::numeric_limits<float>::quiet_NaN());
   std::vector<float> partial_b = partial_g;
@@ -298,6 +304,7 @@ NormOutputs run_case(const NormCase& c) {
   b.dx = dx.data();
   b.dx_stride = dx.stride();
   b.x_dt = c.x;
+  b.rows_per_block = rows_per_block;
   b.dweight_partial = c.gamma() ? partial_g.data() : nullptr;
   b.dbias_partial = c.layer() ? partial_b.data() : nullptr;
   b.aligned = dy.aligned() && x_or_y.aligned() && d_res.aligned() && dx.aligned() &&
@@ -522,8 +529,19 @@ TEST_CASE("norms: llama casting stays within the reference's tolerance when y ha
   }
 }
 
+TEST_CASE("norms: rows per dgamma/dbeta partial, fixed by rows and hidden") {
+  CHECK(lg::norm_rows_per_block(16384, 8192) == 64);
+  CHECK(lg::norm_rows_per_block(16384, 5121) == 64);
+  CHECK(lg::norm_rows_per_block(10241, 6144) == 64);
+  CHECK(lg::norm_rows_per_block(10240, 6144) == 32);  // one round of 32-row partials
+  CHECK(lg::norm_rows_per_block(16384, 5120) == 32);  // 3 backward blocks per SM
+  CHECK(lg::norm_rows_per_block(16384, 8200) == 32);  // the shared-memory backward
+  CHECK(lg::norm_backward_blocks(16384, lg::norm_rows_per_block(16384, 8192)) == 256);
+  CHECK(lg::norm_backward_blocks(150, 64) == 3);
+}
+
 TEST_CASE("norms: the ring kernels give the register kernels' bits (many rows a block, stage "
-          "reuse, several 32-row partials a block, a short last partial)") {
+          "reuse, several 32- or 64-row partials a block, a short last partial)") {
   // sm_count 1: H = 64 -> 16 forward / backward blocks of 32 threads with 8-stage rings; 1024 ->
   // 16 32-thread forward blocks with 4 chunks (K = 4), 64-thread RMS/L2 backward blocks (2
   // chunks), 32-thread LN ones (4 chunks); 4096 -> 8 forward blocks of 128 threads (3 stages),
@@ -545,6 +563,24 @@ TEST_CASE("norms: the ring kernels give the register kernels' bits (many rows a 
       }
     }
   }
+  // 64-row partials (norm_rows_per_block's choice for 5120 < H <= 8192 and many rows, set here
+  // on fewer rows): H = 6144 -> 192 LN backward threads x 4 chunks, 384 RMS ones x 2, either 2
+  // ring blocks per SM. LayerNorm, 140 rows on 1 SM: partials of 64, 64 and 12, block 0 walking
+  // the first and the short last one across its ring; RMSNorm with residual, 76 rows (64 and
+  // 12) on 2 SMs; each also on 3 / 2 register blocks.
+  for (sy_norm_kind kind : {SY_NORM_LAYER, SY_NORM_RMS}) {
+    const bool layer = kind == SY_NORM_LAYER;
+    NormCase c = make(kind, Dt::BF16, layer ? 140 : 76, 6144, layer ? 0u : SY_NORM_RESIDUAL);
+    c.rows_per_block = 64;
+    c.sm_count = layer ? 1 : 2;
+    const NormOutputs ring = check_same_bits_as_registers(c);
+    CHECK(ring.forward_ring);
+    CHECK(ring.backward_ring);
+  }
+  // And the shared-memory backward's 64-row partials (H > 8192): 64 rows and 6.
+  NormCase wide = make(SY_NORM_LAYER, Dt::BF16, 70, 8200, SY_NORM_RESIDUAL);
+  wide.rows_per_block = 64;
+  run_case(wide);
   // The other compile-time forms: f16, RMSNorm with llama casting, LayerNorm and L2 with
   // residual and dx over dy, on 3 SMs.
   for (sy_norm_kind kind : kKinds) {

@@ -214,3 +214,16 @@ TEST_CASE("norm workspace: one float per column per block of 32 rows, for dgamma
   CHECK(norm_workspace(norm_problem(SY_NORM_LAYER, 33, 3)) == 512);
   CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 16384, 4096)) == 512 * 4096 * 4);
 }
+
+TEST_CASE("norm workspace: 64-row blocks for 5120 < H <= 8192 and more than 10240 rows") {
+  // [16384, 8192] bf16 LayerNorm: 256 partial rows of 64, dgamma and dbeta (each a multiple of
+  // 256 bytes already).
+  sy_norm_problem p = norm_problem(SY_NORM_LAYER, 16384, 8192, sy::kBF16);
+  CHECK(norm_workspace(p) == 2 * 256 * 8192 * 4);
+  CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 16384, 6144)) == 256 * 6144 * 4);
+  CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 10241, 8192)) == 161 * 8192 * 4);  // short last
+  // 32 rows: H <= 5120 (3 backward blocks per SM), H > 8192 (shared-memory path), few rows.
+  CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 16384, 5120)) == 512 * 5120 * 4);
+  CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 16384, 8200)) == 512 * 8200 * 4);
+  CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 10240, 8192)) == 320 * 8192 * 4);
+}

@@ -19,9 +19,20 @@ namespace switchyard::liger {
 constexpr int kChunk = 8;
 // Threads per row block, at most.
 constexpr int kMaxRowThreads = 512;
-// Norm backward: rows per block. Fixed (not derived from the GPU) so that the row order of the
-// dgamma/dbeta sums depends on nothing but the row count.
+// Norm backward: rows per dgamma/dbeta partial block, kNormRowsPerBlock or, for the problems of
+// norm_rows_per_block, kNormLongRowsPerBlock. Fixed by the problem (never by the GPU or the grid)
+// so that the row order of the dgamma/dbeta sums depends on nothing but the problem.
 constexpr int kNormRowsPerBlock = 32;
+constexpr int kNormLongRowsPerBlock = 64;
+// Hidden sizes whose backward runs at most 2 blocks per SM on every path: 5120 < H <= 8192
+// (register kernels of 2 chunks a thread: 288-512 threads x ~128 registers, 1 block per SM;
+// LayerNorm's 4-chunk and the ring kernels: 192-512 threads under a 64K-register / 1024- or
+// 512-thread-per-SM budget, 2 blocks; at 4096 < H <= 5120 the latter have 160-320 threads and
+// run 3). And rows enough that 32-row partials outnumber 2 blocks on each of 160 SMs (more than
+// a Hopper or Blackwell part has), so they take two rounds anyway.
+constexpr int64_t kNormLongBlockMinHidden = 5120;  // exclusive
+constexpr int64_t kNormLongBlockMaxHidden = 8192;
+constexpr int64_t kNormLongBlockMinRows = int64_t{kNormRowsPerBlock} * 2 * 160;  // exclusive
 
 enum class Dt : int32_t { F32 = 0, BF16 = 1, F16 = 2 };
 
@@ -168,6 +179,7 @@ struct NormBackwardArgs {
   Dt x_dt = Dt::F32;
   float* dweight_partial = nullptr;  // [blocks, hidden] or NULL: no dgamma wanted
   float* dbias_partial = nullptr;    // [blocks, hidden] or NULL: no dbeta wanted
+  int rows_per_block = kNormRowsPerBlock;  // norm_rows_per_block(rows, hidden)
   bool aligned = false;
   int threads = 32;
   int sm_count = 0;  // the device's SMs: sizes the ring kernels' grid (0: register kernels only)
@@ -185,8 +197,20 @@ inline int64_t norm_backward_shared_bytes(int64_t hidden, bool dweight, bool dbi
   const int64_t slots = chunks_per_thread(hidden) * kChunk * row_threads(hidden);
   return slots * 4 * ((dweight ? 1 : 0) + (dbias ? 1 : 0));
 }
-inline int64_t norm_backward_blocks(int64_t rows) {
-  return (rows + kNormRowsPerBlock - 1) / kNormRowsPerBlock;
+// Rows per dgamma/dbeta partial block. 64 where the backward holds at most 2 blocks per SM and
+// the 32-row partials take two rounds of them anyway (kNormLongBlock*: e.g. [16384, 8192] bf16
+// LayerNorm on an H200, 264 resident blocks: 512 partials of 32 rows or 256 of 64 have the same
+// critical path of 64 rows a block, and the latter write and re-read half the fp32 partial rows,
+// 16 MiB instead of 32); else 32, which keeps small batches spread over the SMs. Liger's Triton
+// kernel takes ceil(rows / SMs) rows a program, so longer blocks are, if anything, closer to it.
+inline int norm_rows_per_block(int64_t rows, int64_t hidden) {
+  const bool long_blocks = hidden > kNormLongBlockMinHidden &&
+                           hidden <= kNormLongBlockMaxHidden && rows > kNormLongBlockMinRows;
+  return long_blocks ? kNormLongRowsPerBlock : kNormRowsPerBlock;
+}
+// Partial rows of the backward (the workspace's [blocks, hidden] and the finalize's block count).
+inline int64_t norm_backward_blocks(int64_t rows, int rows_per_block) {
+  return (rows + rows_per_block - 1) / rows_per_block;
 }
 // Hopper's opt-in shared memory per block (GPU.md: 227 KB), less what the kernel declares.
 constexpr int64_t kMaxDynamicSharedBytes = 227 * 1024 - 1024;

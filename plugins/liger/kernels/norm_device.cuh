@@ -13,9 +13,10 @@
 // residual_out (L1/L2 hits).
 //
 // Backward: Liger's per-program partial dgamma/dbeta, made deterministic: the rows are cut into
-// fixed 32-row blocks, each summed in row order into its own partial row. Register path
-// (H <= 8192): two chunks per thread (four for LayerNorm rows of one 16-bit dtype; one below 33
-// chunks; at most 512 threads, 128 registers),
+// fixed blocks of a.rows_per_block rows (32, or 64 where that halves the partial rows at no cost
+// in critical path: norm_rows_per_block), each summed in row order into its own partial row.
+// Register path (H <= 8192): two chunks per thread (four for LayerNorm rows of one 16-bit dtype;
+// one below 33 chunks; at most 512 threads, 128 registers),
 // x_or_y and dy read once per row (the next row's loads are issued before this row's
 // reduction), dgamma/dbeta summed in registers. Shared-memory path (wider rows): the column sums
 // live in shared memory and each row is read twice. A second kernel adds the blocks' sums column
@@ -626,8 +627,8 @@ struct BackwardColumns {
   }
 };
 
-// A thread's dgamma/dbeta column sums over the rows of one partial (a 32-row block), in row
-// order. Form::kDgamma / kDbeta: which sums are accumulated at all.
+// A thread's dgamma/dbeta column sums over the rows of one partial (a.rows_per_block rows), in
+// row order. Form::kDgamma / kDbeta: which sums are accumulated at all.
 template <class Form, int K>
 struct WeightSums {
   float dgamma[K][kChunk];
@@ -771,10 +772,10 @@ __device__ __forceinline__ void backward_row(const NormBackwardArgs& a, int64_t 
   }
 }
 
-// The register backward: block b walks the fixed rows [32 b, 32 b + 32) in order, its
-// dgamma/dbeta column sums in registers. Each row's dy and x_or_y are read once: the next row's
-// loads (and its rstd/mean) are issued before this row's reduction, so two rows per block are
-// in flight.
+// The register backward: block b walks the fixed rows [R b, R b + R) in order (R =
+// a.rows_per_block), its dgamma/dbeta column sums in registers. Each row's dy and x_or_y are
+// read once: the next row's loads (and its rstd/mean) are issued before this row's reduction,
+// so two rows per block are in flight.
 template <class Form, bool kAligned, int kWords, int K>
 __device__ __forceinline__ void backward_rows_registers(const NormBackwardArgs& a,
                                                         float* scratch) {
@@ -783,8 +784,8 @@ __device__ __forceinline__ void backward_rows_registers(const NormBackwardArgs& 
   WeightSums<Form, K> w;
   w.clear();
 
-  const int64_t first = static_cast<int64_t>(block_x()) * kNormRowsPerBlock;
-  const int64_t last = first + kNormRowsPerBlock < a.rows ? first + kNormRowsPerBlock : a.rows;
+  const int64_t first = static_cast<int64_t>(block_x()) * a.rows_per_block;
+  const int64_t last = first + a.rows_per_block < a.rows ? first + a.rows_per_block : a.rows;
   RawChunk<kWords> next_dy[K], next_xy[K];
   float next_rstd = 0.0f, next_mean = 0.0f;
   auto prefetch = [&](int64_t row) {
@@ -889,8 +890,8 @@ __device__ __forceinline__ void backward_rows_shared(const NormBackwardArgs& a, 
     if (dbeta != nullptr) dbeta[s] = 0.0f;
   }
 
-  const int64_t first = static_cast<int64_t>(block_x()) * kNormRowsPerBlock;
-  const int64_t last = first + kNormRowsPerBlock < a.rows ? first + kNormRowsPerBlock : a.rows;
+  const int64_t first = static_cast<int64_t>(block_x()) * a.rows_per_block;
+  const int64_t last = first + a.rows_per_block < a.rows ? first + a.rows_per_block : a.rows;
   for (int64_t row = first; row < last; ++row) {
     const float rstd = a.rstd[row];
     const float mean = layer && !a.memory_efficient ? a.mean[row] : 0.0f;

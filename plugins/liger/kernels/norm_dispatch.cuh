@@ -225,7 +225,7 @@ void dispatch_norm_backward_registers(Launch&& launch, const NormBackwardArgs& a
 
 template <class Launch>
 void dispatch_norm_backward(Launch&& launch, const NormBackwardArgs& a) {
-  const auto blocks = static_cast<unsigned>(norm_backward_blocks(a.rows));
+  const auto blocks = static_cast<unsigned>(norm_backward_blocks(a.rows, a.rows_per_block));
   const int chunks = backward_kernel_chunks(backward_chunks_per_thread(a));
   if (backward_in_registers(a) && chunks == 1)
     dispatch_norm_backward_registers<1>(launch, a, blocks);

@@ -1,11 +1,12 @@
 // The ring kernels: the register kernels' row math (norm_device.cuh: the same columns per
 // thread, the same sums in the same order, so the same bits) fed by a shared-memory ring of row
 // stages filled by bulk copies (row_ring.cuh). A block is persistent: it walks rows
-// block, block + grid, ... (forward) or the 32-row blocks of the backward's dgamma/dbeta
-// partition, block, block + grid, ... (backward; each partial row is still the in-order sum of
-// its 32 rows), with up to `stages - 2` rows beyond the current one in flight, whatever the
-// registers. Used for rows that are 16-byte aligned and a multiple of 16 bytes, 16-bit x (and,
-// in the backward, every tensor of one 16-bit dtype), on the register paths' hidden sizes.
+// block, block + grid, ... (forward) or the rows_per_block-row blocks of the backward's
+// dgamma/dbeta partition, block, block + grid, ... (backward; each partial row is still the
+// in-order sum of its rows), with up to `stages - 2` rows beyond the current one in flight,
+// whatever the registers. Used for rows that are 16-byte aligned and a multiple of 16 bytes,
+// 16-bit x (and, in the backward, every tensor of one 16-bit dtype), on the register paths'
+// hidden sizes.
 //
 // Stage reuse: row i's stage is refilled with row i + stages once every thread has finished
 // row i, which the first block reduction of row i + 1 proves (every thread passed its barriers
@@ -146,31 +147,34 @@ __global__ void __launch_bounds__(kMaxRowThreads, kRingForwardMinBlocks)
 
 // ---- backward -------------------------------------------------------------------------------
 
-// Partial blocks (32 rows each) block_x(), block_x() + grid, ..., their rows in order; dy,
-// x_or_y and d_residual_out through the ring, K chunks a thread as backward_register_kernel
-// <D, K>, with RingForm's compile-time knowledge (one 16-bit dtype for every row tensor and
-// gamma; the kind; the casting mode; whole chunks; not memory-efficient; with kPlain: gamma
-// present, not zero-centred, no d_residual_out, all K chunks of every thread in the row). A
-// partial row is stored when its block's last row is done. kMinBlocks: 2 (64 registers) without
-// dbeta, 1 with (K = 4, LayerNorm rows of one 16-bit dtype: 128-thread blocks at H = 4096, 4 to
-// an SM).
+// Partial blocks (a.rows_per_block rows each) block_x(), block_x() + grid, ..., their rows in
+// order; dy, x_or_y and d_residual_out through the ring, K chunks a thread as
+// backward_register_kernel<D, K>, with RingForm's compile-time knowledge (one 16-bit dtype for
+// every row tensor and gamma; the kind; the casting mode; whole chunks; not memory-efficient;
+// with kPlain: gamma present, not zero-centred, no d_residual_out, all K chunks of every thread
+// in the row). A partial row is stored when its block's last row is done. kMinBlocks: 2 (64
+// registers) without dbeta, 1 with (K = 4, LayerNorm rows of one 16-bit dtype: 128-thread
+// blocks at H = 4096, 4 to an SM).
 template <Dt D, NormKind kKind, bool kLlama, bool kPlain, int K>
 __global__ void __launch_bounds__(kNormBackwardMaxThreads, ring_backward_min_blocks(kKind))
     backward_ring_kernel(NormBackwardArgs a, RingPlan plan) {
   using Form = RingForm<D, kKind, kLlama, kPlain>;
-  constexpr int kRows = kNormRowsPerBlock;
+  // Run-time rows per partial (a problem's rows_per_block): 32-bit index math, one division per
+  // row on thread 0's fills and per partial elsewhere, none per element.
+  const int rows_per = a.rows_per_block;  // 32 or 64: norm_rows_per_block
   SY_LIGER_SHARED float scratch[2][64];  // alternated row by row (backward_row's kAlternating)
   SY_LIGER_SHARED uint64_t full[kRingMaxStages];
   const RowRing ring{static_cast<unsigned char*>(dynamic_shared()), full, plan};
-  const int64_t partials = (a.rows + kRows - 1) / kRows;
+  const int64_t partials = (a.rows + rows_per - 1) / rows_per;
   const int64_t first = block_x();
   const int64_t step = grid_dim();  // at most `partials`
-  int64_t rows_owned = (partials - first + step - 1) / step * kRows;
-  if ((partials - 1 - first) % step == 0) rows_owned -= partials * kRows - a.rows;  // short last
+  int64_t rows_owned = (partials - first + step - 1) / step * rows_per;
+  if ((partials - 1 - first) % step == 0) rows_owned -= partials * rows_per - a.rows;  // short last
   const int count = static_cast<int>(rows_owned);
-  // The block's i-th row: partial first + (i / 32) * step, its row i % 32 (shifts and masks).
+  // The block's i-th row: partial first + (i / rows_per) * step, its row i % rows_per.
   auto row_of = [&](int i) {
-    return (first + static_cast<int64_t>(i / kRows) * step) * kRows + i % kRows;
+    const int q = i / rows_per;
+    return (first + static_cast<int64_t>(q) * step) * rows_per + (i - q * rows_per);
   };
   auto fill = [&](int s, int i) {
     const int64_t row = row_of(i);
@@ -192,9 +196,11 @@ __global__ void __launch_bounds__(kNormBackwardMaxThreads, ring_backward_min_blo
   int s = 0, previous = plan.stages - 1;
   uint32_t parity = 0;
   int64_t row = row_of(0);
+  int64_t partial = first;
+  int left = rows_per;  // rows of the current partial not yet done (a countdown, no modulo a row)
   for (int i = 0; i < count; ++i) {
     const float rstd = next_rstd, mean = next_mean;
-    const bool last_of_partial = i % kRows == kRows - 1 || i + 1 == count;
+    const bool last_of_partial = --left == 0 || i + 1 == count;
     const int64_t next_row = last_of_partial ? row_of(i + 1) : row + 1;
     if (i + 1 < count) {
       next_rstd = a.rstd[next_row];
@@ -213,8 +219,10 @@ __global__ void __launch_bounds__(kNormBackwardMaxThreads, ring_backward_min_blo
         scratch[kRingAlternateScratch ? i & 1 : 0],
         [&] { ring_refill_previous(ring, i, previous, count, fill); });
     if (last_of_partial) {
-      w.store(a, c, row / kRows);
+      w.store(a, c, partial);
       w.clear();
+      partial += step;
+      left = rows_per;
     }
     previous = s;
     ring.advance(s, parity);
