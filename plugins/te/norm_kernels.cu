@@ -376,6 +376,14 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
   int parity = 0;
   uint32_t it = 0;
   for (int64_t row = blockIdx.x; row < a.rows; row += step, ++it) {
+    // gamma does not change from row to row: hoisted out of this loop, its conversion would
+    // hold 32 floats (95 registers, five blocks a multiprocessor); converted where used, 80 and
+    // six (measured LayerNorm 4096 forward 0.0950 -> 0.0899 ms, RMS unchanged).
+    if constexpr (kGammaInRegisters)
+#pragma unroll
+      for (int c = 0; c < CPT; ++c)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) hide_from_hoisting(gamma_raw[c].u[i]);
     const char* x_row = static_cast<const char*>(a.x) + row * a.x_row_bytes;
     const char* res_row =
         residual ? static_cast<const char*>(a.residual) + row * a.residual_row_bytes : nullptr;
