@@ -497,15 +497,16 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
   }
 }
 
-// Streamed: at most 96 registers a thread, so that at least five of the plan's 128-thread
-// blocks share a multiprocessor (four at the 107 and 115 registers LayerNorm's instantiations take without
-// a cap: measured LayerNorm 8192 forward 0.194 -> 0.236 ms). Otherwise 128, what one block of
-// kNormMaxBlock threads can have.
-template <int D>
-constexpr int kForwardMaxRegisters = D != kMixed ? 96 : 128;
+// Streamed: at most 72 registers a thread at up to 32 elements (seven of the plan's 128-thread
+// blocks share a multiprocessor at H = 4096: measured LayerNorm 4096 forward 0.0896 -> 0.0855
+// ms against 80 registers and six blocks; RMS unchanged), 96 at 64 (which spill at 72; five
+// blocks at LayerNorm 8192, not four as at the 107 registers it takes without a cap: 0.194 ->
+// 0.236 ms). Otherwise 128, what one block of kNormMaxBlock threads can have.
+template <int CPT, int D>
+constexpr int kForwardMaxRegisters = D != kMixed ? (CPT <= 4 ? 72 : 96) : 128;
 
 template <int VEC, int CPT, int D, bool LAYER>
-__global__ void __maxnreg__(kForwardMaxRegisters<D>)
+__global__ void __maxnreg__((kForwardMaxRegisters<CPT, D>))
     norm_forward_kernel(NormForwardArgs a, RingLayout layout) {
   with_gamma_form<D != kMixed>(a.weight, a.zero_centered, [&](auto form) {
     forward_rows<VEC, CPT, D, LAYER, decltype(form)::value>(a, layout);
