@@ -299,11 +299,7 @@ __device__ __forceinline__ void with_gamma_form(const void* weight, int32_t zero
 
 // An empty asm that the compiler must assume changes v: a value or load derived from v cannot
 // be moved out of the loop this sits in.
-template <class T>
-__device__ __forceinline__ void hide_from_hoisting(T& v) {
-  if constexpr (sizeof(T) == 8) asm volatile("" : "+l"(v));
-  else asm volatile("" : "+r"(v));
-}
+__device__ __forceinline__ void hide_from_hoisting(uint32_t& v) { asm volatile("" : "+r"(v)); }
 
 // gamma_eff of chunk [col0, col0 + valid) in form G (not kGammaRuntime): loaded per chunk.
 template <int G, int D, int VEC>
