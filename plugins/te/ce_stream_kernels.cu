@@ -9,9 +9,12 @@
 // Same bits as the slice kernels (ce_slice.cuh): a slice's groups are folded by the same
 // threads in the same order (fold_group), a slice's threads merged as block_merge merges them
 // (warp_merge, then merge_warps in warp order), the slices in rank order (fold_slice), and the
-// argmax found in the same group. One block barrier a row: thread 0 merges every slice's warps
-// while the other warps go on with the next row. Which block runs a row changes nothing, so
-// the grid may follow the device.
+// argmax found in the same group. One block barrier a row, then warp 0 merges the row while
+// the other warps go on with the next: lane r merges slice r's warps and lane 0 folds the
+// lanes' slices in rank order. The slices' merges do not depend on each other, so they run
+// side by side rather than one after another on thread 0; warp 0 is back sooner to release
+// its ring stages, which every warp's next group waits for. Which block runs a row changes
+// nothing, so the grid may follow the device.
 //
 // Used for logits whose every row can be bulk-copied (16-byte aligned base and row stride);
 // the slice kernel takes the others.
@@ -83,6 +86,18 @@ __device__ __forceinline__ void release_stage(const StageRing& ring, const Group
     map.template fill<Raw>(ring, a, it + ring.stages);
 }
 
+// Lane `src`'s partial, in every lane of the warp (all 32 lanes must call it).
+__device__ __forceinline__ SlicePartial shfl_partial(const SlicePartial& p, int src) {
+  SlicePartial o;
+  o.max = __shfl_sync(kFullMask, p.max, src);
+  o.sum_exp = __shfl_sync(kFullMask, p.sum_exp, src);
+  o.sum_logits = __shfl_sync(kFullMask, p.sum_logits, src);
+  o.target = __shfl_sync(kFullMask, p.target, src);
+  o.argmax =
+      static_cast<int64_t>(__shfl_sync(kFullMask, static_cast<long long>(p.argmax), src));
+  return o;
+}
+
 template <DType D, bool kArgmax, bool kSmoothing>
 __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeStreamBlocksPerSm)
     ce_stream_stats_kernel(CeKernelArgs a) {
@@ -93,7 +108,7 @@ __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeStreamBlocksPerSm)
   __shared__ uint64_t full[kCeStreamStages];
   __shared__ uint32_t released[kCeStreamStages];
   // Per slice of the row, per warp: the warp's merged state. Two rows alternate, so the warps
-  // fill one while thread 0 reads the other.
+  // fill one while warp 0 reads the other.
   __shared__ CeState warp_states[2][kCeSliceMaxCluster][kCeSliceMaxThreads / 32];
 
   const int T = static_cast<int>(blockDim.x);
@@ -158,23 +173,38 @@ __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeStreamBlocksPerSm)
       if ((tid & 31) == 0) warp_states[parity][rank][tid / 32] = st;
     }
     __syncthreads();
-    if (tid == 0) {
-      const RowLabel lab = row_label(a, row);
-      SlicePartial rowp{};
-      for (int rank = 0; rank < a.cluster; ++rank) {
-        const SliceSpan span = slice_span<VEC>(a, rank);
-        const CeState st = merge_warps(warp_states[parity][rank], warps);
-        const int64_t at = lab.local_col - span.first * VEC;
-        const float target = lab.local_col >= 0 && at >= 0 && at < span.elements
-                                 ? DT<D>::to_float(z[lab.local_col])
-                                 : 0.0f;
-        fold_slice(rowp, SlicePartial{st.max, st.sum_exp, st.sum_logits, target, st.argmax}, rank);
+    // Warp 0 merges the row. The warp's index comes through a shuffle so that the compiler
+    // sees a warp-uniform branch: under a plain `tid < 32`, nvcc 13 guards the shuffles below
+    // against a diverged warp and the BF16 and F16 kernels spill.
+    if (__shfl_sync(kFullMask, tid / 32, 0) == 0) {
+      const int lane = tid;
+      RowLabel lab{};
+      if (lane == 0) lab = row_label(a, row);
+      const auto label_col = static_cast<int64_t>(
+          __shfl_sync(kFullMask, static_cast<long long>(lab.local_col), 0));
+      // Lane r's slice r; only the slice holding the label has a nonzero target.
+      static_assert(kCeSliceMaxCluster <= 32, "one lane of warp 0 per slice");
+      SlicePartial mine{};
+      if (lane < a.cluster) {
+        const SliceSpan span = slice_span<VEC>(a, lane);
+        const CeState st = merge_warps(warp_states[parity][lane], warps);
+        const int64_t at = label_col - span.first * VEC;
+        const float target =
+            label_col >= 0 && at >= 0 && at < span.elements ? DT<D>::to_float(z[label_col]) : 0.0f;
+        mine = SlicePartial{st.max, st.sum_exp, st.sum_logits, target, st.argmax};
       }
-      const CeState rs{rowp.max, rowp.sum_exp, rowp.sum_logits, rowp.argmax};
-      if (a.stats != nullptr)
-        write_row_stats(a, row, rs, rowp.target);
-      else
-        (void)write_row_result(a, row, rs, rowp.target, lab);
+      // Every lane folds the same partials in rank order (no divergence between the shuffles);
+      // lane 0's row is the one written.
+      SlicePartial rowp{};
+      for (int rank = 0; rank < a.cluster; ++rank)
+        fold_slice(rowp, shfl_partial(mine, rank), rank);
+      if (lane == 0) {
+        const CeState rs{rowp.max, rowp.sum_exp, rowp.sum_logits, rowp.argmax};
+        if (a.stats != nullptr)
+          write_row_stats(a, row, rs, rowp.target);
+        else
+          (void)write_row_result(a, row, rs, rowp.target, lab);
+      }
     }
   }
 }

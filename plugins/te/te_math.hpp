@@ -161,16 +161,23 @@ struct Chan {
 // Chan, Golub and LeVeque's pairwise update; an empty side leaves the other unchanged. Equal
 // counts (every merge of a reduction tree over whole chunks) skip the division: b.n / (2 b.n)
 // is exactly 0.5, so the bits are those of the general formula.
-TE_HD Chan chan_merge(const Chan& a, const Chan& b) {
-  const float n = a.n + b.n;
-  if (n == 0.0f) return a;
+//
+// chan_merge_weighted is the update with b's share b.n / (a.n + b.n) given: a reduction that
+// knows every count in advance (equal-count leaves) passes the share and skips the division,
+// with the bits of chan_merge.
+TE_HD Chan chan_merge_weighted(const Chan& a, const Chan& b, float weight_b) {
   const float delta = b.mean - a.mean;
-  const float weight_b = a.n == b.n ? 0.5f : b.n / n;
   Chan r;
-  r.n = n;
+  r.n = a.n + b.n;
   r.mean = a.mean + delta * weight_b;
   r.m2 = a.m2 + b.m2 + delta * delta * a.n * weight_b;
   return r;
+}
+
+TE_HD Chan chan_merge(const Chan& a, const Chan& b) {
+  const float n = a.n + b.n;
+  if (n == 0.0f) return a;
+  return chan_merge_weighted(a, b, a.n == b.n ? 0.5f : b.n / n);
 }
 
 // rstd = 1 / sqrt(variance + eps), correctly rounded sqrt and division.
