@@ -64,13 +64,16 @@ void all_gather_statistics(const sy_comm& tp, CeRowStats* gathered, int64_t rows
                          (error.message[0] != '\0' ? error.message : "no message"));
 }
 
-// The gradient from a known lse: the slice kernel (bulk copies, 3 x 64 KiB in flight per
-// multiprocessor) when the row fits it, else ce_grad_kernel. Element-wise: the same bits
-// either way.
+// The gradient from a known lse: the slice kernel in the gradient's own slices (ce_plan.hpp:
+// 4 KiB blocks of 32 threads, no cluster) when the row fits the slice kernels, else
+// ce_grad_kernel. Element-wise: the same bits either way.
 void launch_gradient(const CeKernelArgs& a, const CePlan& plan, int device, void* stream) {
-  if (plan.slices)
-    launch_ce_slice_grad(a, plan.logits, plan.grad, plan.slice_threads, device, stream);
-  else
+  if (plan.slices) {
+    CeKernelArgs grad = a;
+    grad.cluster = plan.grad_slices;
+    grad.slice_chunks = plan.grad_slice_chunks;
+    launch_ce_slice_grad(grad, plan.logits, plan.grad, plan.grad_threads, device, stream);
+  } else
     launch_ce_grad(a, plan.logits, plan.grad, plan.stats_threads, stream);
 }
 

@@ -60,6 +60,10 @@ CePlan ce_plan(const sy_ce_problem& p) {
     plan.slice_chunks = static_cast<int>(ceil_div(plan.chunks, cluster));
     plan.slice_threads = threads_for(ceil_div(plan.slice_chunks, kCeSliceChunksPerThread),
                                      kCeSliceMaxThreads);
+    plan.grad_slices = static_cast<int>(ceil_div(plan.chunks, kCeGradSliceChunks));
+    plan.grad_slice_chunks = static_cast<int>(ceil_div(plan.chunks, plan.grad_slices));
+    plan.grad_threads = threads_for(ceil_div(plan.grad_slice_chunks, kCeSliceChunksPerThread),
+                                    kCeSliceMaxThreads);
   }
   if (p.tp_size > 1)
     plan.workspace_bytes =

@@ -52,7 +52,7 @@ struct CeKernelArgs {
   CeScalars scalars{};
   // Slice kernels (ce_slice_kernels.cu): a row is `cluster` slices of `slice_chunks` chunks
   // (the last may be shorter), one block per slice, the blocks of a row one thread-block
-  // cluster.
+  // cluster (Stats, Fused; the Grad mode takes the gradient's own slices, without a cluster).
   int32_t cluster = 1;
   int32_t slice_chunks = 0;
   int64_t row_base = 0;  // the first row of this launch (grids of more than 2^31 - 1 blocks

@@ -594,6 +594,17 @@ TEST_CASE("ce plan: block sizes follow the row, never the batch") {
       CHECK(a.fused_threads <= kCeFusedMaxThreads);
       CHECK(a.fused_slots <= kCeFusedSlots);
       CHECK(a.chunks * a.vec >= v);
+      // The gradient's slices cover the row, none empty, each within its block's pieces.
+      CHECK(a.grad_slices == b.grad_slices);
+      CHECK(a.grad_slice_chunks == b.grad_slice_chunks);
+      CHECK(a.grad_threads == b.grad_threads);
+      if (a.slices) {
+        CHECK(int64_t{a.grad_slices} * a.grad_slice_chunks >= a.chunks);
+        CHECK(int64_t{a.grad_slices - 1} * a.grad_slice_chunks < a.chunks);
+        CHECK(a.grad_slice_chunks <= kCeGradSliceChunks);
+        CHECK(a.grad_threads % 32 == 0);
+        CHECK(int64_t{a.grad_threads} * kCeSliceChunksPerThread >= a.grad_slice_chunks);
+      }
       // Rows that fit kCeFusedSlots chunks per thread of 512 threads are kept whole in shared
       // memory.
       if (a.chunks <= int64_t{kCeFusedSlots} * kCeFusedMaxThreads)
@@ -626,6 +637,11 @@ TEST_CASE("ce plan: block sizes follow the row, never the batch") {
   // take their unguarded path for the whole row.
   CHECK(plan.slice_chunks % (kCeSliceUnroll * plan.slice_threads) == 0);
   CHECK(plan.chunks == int64_t{plan.cluster} * plan.slice_chunks);
+  // The gradient's own slices: 64 of 4 KiB per row, blocks of 32 threads, every piece whole.
+  CHECK(plan.grad_slices == 64);
+  CHECK(plan.grad_slice_chunks == kCeGradSliceChunks);
+  CHECK(plan.grad_threads == 32);
+  CHECK(plan.grad_slice_chunks % (kCeSliceUnroll * plan.grad_threads) == 0);
   CHECK(ce_forward_collectives(p) == 0);
   p.tp_size = 2;
   p.vocab_local = 65536;
