@@ -495,6 +495,32 @@ TEST_CASE("norm: Chan's merge over the kernel's layout gives the float64 mean an
   }
 }
 
+TEST_CASE("norm: known shares give chan_merge's bits (the equal-count block merge)") {
+  // norm_kernels.cu's equal_count_chan_reduce merges equal counts with share 0.5 in the lane
+  // tree and warp w into the w warps before it with share RN(1/(w + 1)); both must be the
+  // bits of chan_merge, which divides.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> mean(-3.0f, 3.0f), m2(0.0f, 50.0f);
+  const auto same = [](const Chan& x, const Chan& y) {
+    return std::memcmp(&x.n, &y.n, 4) == 0 && std::memcmp(&x.mean, &y.mean, 4) == 0 &&
+           std::memcmp(&x.m2, &y.m2, 4) == 0;
+  };
+  for (float per : {8.0f, 32.0f, 64.0f, 1024.0f, 2048.0f, 96.0f}) {
+    for (int trial = 0; trial < 200; ++trial) {
+      const Chan a{per, mean(rng), m2(rng)}, b{per, mean(rng), m2(rng)};
+      CHECK(same(chan_merge(a, b), chan_merge_weighted(a, b, 0.5f)));
+      Chan general = a, known = a;
+      for (int w = 1; w < 16; ++w) {
+        const Chan next{per, mean(rng), m2(rng)};
+        general = chan_merge(general, next);
+        known = chan_merge_weighted(known, next, 1.0f / static_cast<float>(w + 1));
+        INFO("count " << per << " warp " << w);
+        REQUIRE(same(general, known));
+      }
+    }
+  }
+}
+
 TEST_CASE("norm: chan_merge with an empty side is the other side") {
   const Chan a{4, 2.5f, 3.0f}, empty{0, 0, 0};
   const Chan l = chan_merge(empty, a), r = chan_merge(a, empty);
