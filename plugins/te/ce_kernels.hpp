@@ -50,6 +50,18 @@ void launch_ce_stream_stats(const CeKernelArgs& a, DType logits, int threads, in
 void launch_ce_slice_fused(const CeKernelArgs& a, DType logits, DType grad, int threads,
                            int device, void* stream);
 
+// Whether launch_ce_slice_fused_persistent can take these tensors: every row of the logits can
+// be bulk-copied (as ce_stream_stats_fits) and every row of a.grad is aligned for the
+// gradient's vector stores.
+bool ce_slice_fused_persistent_fits(const CeKernelArgs& a, DType logits, DType grad);
+
+// As launch_ce_slice_fused, with the same bits: resident clusters take rows k, k + K, ... and
+// refill each piece of their slices with the next row while they write this row's gradient.
+// Needs ce_slice_fused_persistent_fits; falls back to launch_ce_slice_fused when no cluster
+// of it fits the device.
+void launch_ce_slice_fused_persistent(const CeKernelArgs& a, DType logits, DType grad,
+                                      int threads, int device, void* stream);
+
 // As launch_ce_grad (no cluster: runs wherever the row fits the plan's slices).
 void launch_ce_slice_grad(const CeKernelArgs& a, DType logits, DType grad, int threads,
                           int device, void* stream);

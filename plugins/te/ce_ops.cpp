@@ -1,6 +1,8 @@
 // Cross entropy, host side (README.md, "Cross entropy"):
 //   tp_size 1:  statistics (lse, loss, argmax): the streamed kernel for logits that can be
-//               bulk-copied, else slice Stats; or slice Fused with grad in forward
+//               bulk-copied, else slice Stats; or, with grad in forward, the persistent slice
+//               Fused kernel for logits that can be bulk-copied (and a vector-aligned grad),
+//               else slice Fused
 //   tp_size > 1: statistics (this rank's CeRowStats) -> all_gather -> ce_merge_kernel
 //                (-> slice Grad with grad in forward)
 //   backward:   slice Grad kernel
@@ -119,7 +121,10 @@ void ce_forward(const sy_ce_forward_args& args) {
                       ce_slices_available(a, plan.logits, plan.grad, plan.slice_threads, device);
   if (p.tp_size == 1) {
     if (n == 0) return;
-    if (slices && grad_in_forward)
+    if (slices && grad_in_forward && ce_slice_fused_persistent_fits(a, plan.logits, plan.grad))
+      launch_ce_slice_fused_persistent(a, plan.logits, plan.grad, plan.slice_threads, device,
+                                       args.stream);
+    else if (slices && grad_in_forward)
       launch_ce_slice_fused(a, plan.logits, plan.grad, plan.slice_threads, device, args.stream);
     else if (slices)
       launch_ce_slice_stats(a, plan.logits, plan.slice_threads, device, args.stream);

@@ -55,6 +55,9 @@ constexpr int kCeStreamBlocksPerSm = 4;
 // (the statistics' slices) 0.2714 ms; 16 KiB / 64 0.2645; 8 KiB / 32 0.2639; 4 KiB / 32
 // 0.2616; 4 KiB / 64 0.2645; 2 KiB / 32 0.2642; 2 KiB / 64 0.348; 1 KiB / 32 0.361.
 constexpr int kCeGradSliceChunks = 256;  // 4 KiB
+// One warp a gradient slice: the Grad kernel's launch bounds (ce_slice_kernels.cu) say so.
+static_assert(kCeGradSliceChunks <= 32 * kCeSliceChunksPerThread,
+              "a gradient slice must fit 32 threads of kCeSliceChunksPerThread chunks");
 
 struct CePlan {
   DType logits = DType::F32;
