@@ -12,7 +12,9 @@
 #   7. graph-<name>  graph_capture_check --plugin <name>: for every staged plugin whose cross
 #                    entropy or norm declares graph_capture on CUDA, the eager calls against
 #                    two launches of their CUDA graph, bit for bit
-#   8. train         the training demo on CUDA (tests/train/gpu_train_check.sh)
+#   8. ce-paths-te   ce_paths_check --plugin te: te's grad in forward gives its forward's and
+#                    backward's bits (when te is staged)
+#   9. train         the training demo on CUDA (tests/train/gpu_train_check.sh)
 # then ONE line "N passed, M failed, K skipped" over everything (cases where a step reports
 # cases, the step itself otherwise). Exit status 0 when nothing failed.
 #
@@ -263,6 +265,13 @@ else
   echo "run.sh: graph_capture_check was not staged" | tee -a "$all_log"
   total_fail=$((total_fail + 1))
   rows+=("$(printf '%-22s %s' graph 'not staged: FAIL')")
+fi
+if [[ -x $stage/bin/ce_paths_check && -f $stage/lib/switchyard/plugins/libswitchyard-te.so ]]; then
+  run_step ce-paths-te ce_paths_check --plugin te
+else
+  echo "run.sh: ce_paths_check or the te plugin was not staged: ce-paths-te skipped" | tee -a "$all_log"
+  total_skip=$((total_skip + 1))
+  rows+=("$(printf '%-22s %s' ce-paths-te 'not staged: skipped')")
 fi
 # The training demo on CUDA: one GPU, and two processes over NCCL when two GPUs are present.
 if [[ -x $stage/bin/switchyard ]]; then
