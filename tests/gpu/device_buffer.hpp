@@ -47,9 +47,15 @@ class DeviceBuffer {
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
 
+  // A copy from pageable memory may return before its DMA has landed, and it is ordered only
+  // with the legacy default stream: a plugin running on a non-blocking stream could then see
+  // (or be overwritten by) the tail of the copy. The device synchronisation makes the upload
+  // complete before anything the checks enqueue next. (The likely cause of one tp2-nccl-liger
+  // failure: the last row of a poisoned gradient reported unwritten, not reproduced in reruns.)
   void upload(const std::vector<unsigned char>& host) {
     if (host.size() != bytes_) throw std::runtime_error("upload: size mismatch");
     cuda_check(cudaMemcpy(data_, host.data(), bytes_, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+    cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after cudaMemcpy H2D");
   }
   std::vector<unsigned char> download() const {
     std::vector<unsigned char> host(bytes_);
