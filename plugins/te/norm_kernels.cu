@@ -100,7 +100,7 @@ __device__ __forceinline__ void load_parameters(const void* weight, const void* 
 // 16 bytes of a row of x (VEC elements of x's dtype) held as raw bits: half the registers of
 // the floats for 16-bit x, so that two 512-thread blocks fit a multiprocessor (twice the rows,
 // hence twice the loads, in flight). Values are converted where they are used, exactly.
-struct RawChunk {
+struct alignas(16) RawChunk {
   uint32_t u[4];
 };
 
@@ -170,6 +170,7 @@ struct RingLayout {
   uint32_t stage_bytes = 0;
   uint32_t offset[kMaxStreams] = {};  // tensor k's row within a stage, 128-byte aligned
   uint32_t bytes[kMaxStreams] = {};   // one row of tensor k; 0: tensor k is not streamed
+  uint32_t gamma_bytes = 0;           // after the stages: the block's copy of gamma (backward)
 };
 
 // Tensor k's row r starts at base[k] + r * stride[k] (bytes).
@@ -187,43 +188,46 @@ struct Ring {
   __device__ Ring(const RingLayout& l, unsigned char* memory, uint64_t* full)
       : layout(l), stages{memory, full, nullptr, l.stages, l.stage_bytes} {}
 
-  // Thread 0 only: copies row `row` of every streamed tensor into the stage of `iteration`.
-  __device__ void fill(uint32_t iteration, int64_t row, const RingSources& src) const {
+  // Thread 0 only: copies row `row` of every streamed tensor into the stage at `at`.
+  __device__ void fill(const StagePosition& at, int64_t row, const RingSources& src) const {
     uint32_t total = 0;
 #pragma unroll
     for (int k = 0; k < kMaxStreams; ++k) total += layout.bytes[k];
-    uint64_t* bar = stages.arm(iteration, total);
-    unsigned char* stage = stages.stage(iteration);
+    uint64_t* bar = stages.arm(at, total);
+    unsigned char* stage = stages.stage(at);
 #pragma unroll
     for (int k = 0; k < kMaxStreams; ++k)
       if (layout.bytes[k] != 0)
         cuda::bulk_load(stage + layout.offset[k], src.base[k] + row * src.stride[k], layout.bytes[k], bar);
   }
 
-  // The stage of `iteration` once its rows have landed.
-  __device__ const char* wait(uint32_t iteration) const {
-    return reinterpret_cast<const char*>(stages.wait(iteration));
+  // The stage at `at` (the reader's position, advanced once a row) once its rows have landed.
+  __device__ const char* wait(const StagePosition& at) const {
+    return reinterpret_cast<const char*>(stages.wait(at));
   }
 
   // Initialises the barriers and starts the copies of the first `stages` iterations. `next`
   // is thread 0's cursor over the block's rows (the row of the next iteration to fill, -1
-  // past the last), `filled` its count of iterations filled.
+  // past the last), `filled` the position of that iteration.
   template <class Cursor>
-  __device__ void start(Cursor& next, uint32_t& filled, const RingSources& src) const {
+  __device__ void start(Cursor& next, StagePosition& filled, const RingSources& src) const {
     if (threadIdx.x == 0) stages.init();
     __syncthreads();
     if (threadIdx.x == 0)
-      for (; filled < layout.stages && next.row >= 0; ++filled, next.advance()) fill(filled, next.row, src);
+      for (uint32_t i = 0; i < layout.stages && next.row >= 0; ++i, next.advance()) {
+        fill(filled, next.row, src);
+        filled.advance(layout.stages);
+      }
   }
 
-  // Thread 0 only, after a barrier that ends every thread's reads of the stage of iteration
-  // filled - stages: the stage takes the block's next row, if it has one.
+  // Thread 0 only, after a barrier that ends every thread's reads of the stage at `filled`
+  // (the iteration `stages` before it): the stage takes the block's next row, if it has one.
   template <class Cursor>
-  __device__ void refill(Cursor& next, uint32_t& filled, const RingSources& src) const {
+  __device__ void refill(Cursor& next, StagePosition& filled, const RingSources& src) const {
     if (next.row < 0) return;
     cuda::bulk_reuse_fence();
     fill(filled, next.row, src);
-    ++filled;
+    filled.advance(layout.stages);
     next.advance();
   }
 };
@@ -402,7 +406,7 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
                         {a.x_row_bytes, a.residual_row_bytes, 0}};
   const Ring ring{layout, ring_memory, full};
   StrideCursor next(a.rows);  // thread 0's: the next row to fill
-  uint32_t filled = 0;
+  StagePosition filled;
   if constexpr (STREAMED) ring.start(next, filled, src);
   constexpr bool kGammaInRegisters = kForwardGammaInRegisters<CPT, D> && G != kGammaOne;
   RawChunk gamma_raw[kGammaInRegisters ? CPT : 1];
@@ -414,8 +418,8 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
     }
   }
   int parity = 0;
-  uint32_t it = 0;
-  for (int64_t row = blockIdx.x; row < a.rows; row += step, ++it) {
+  StagePosition at;  // this row's stage
+  for (int64_t row = blockIdx.x; row < a.rows; row += step, at.advance(layout.stages)) {
     // gamma does not change from row to row: hoisted out of this loop, its conversion would
     // hold 32 floats (95 registers, five blocks a multiprocessor); converted where used, 80 and
     // six (measured LayerNorm 4096 forward 0.0950 -> 0.0899 ms, RMS unchanged).
@@ -428,7 +432,7 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
     const char* res_row =
         residual ? static_cast<const char*>(a.residual) + row * a.residual_row_bytes : nullptr;
     if constexpr (STREAMED) {
-      const char* stage = ring.wait(it);
+      const char* stage = ring.wait(at);
       x_row = stage + layout.offset[0];
       if (residual) res_row = stage + layout.offset[1];
     }
@@ -569,15 +573,33 @@ __global__ void __maxnreg__((kForwardMaxRegisters<CPT, D>))
 // mean(gh) term; LayerNorm rows have both, and a dbeta sum per element when dbias is asked.
 enum NormGradMode : int { kGradNoMean = 0, kGradLayer = 1, kGradLayerBias = 2 };
 
-// x̂ of one element from x (with the row's mean and rstd) or, memory-efficient, from y. For
-// rows without a mean, v·rstd is (v − 0)·rstd exactly.
+// The x term t of one element: x − mean (x for rows without a mean, exactly (x − 0)), so that
+// x̂ = t·rstd; memory-efficient, x̂ itself from y ((y − β)/γ_eff, y/γ_eff, y for L2).
 template <bool kMean>
-__device__ __forceinline__ float x_hat_of(float v, float mean, float rstd, float gamma, float beta,
-                                          bool memory_efficient, bool rms) {
-  if (!memory_efficient) return kMean ? (v - mean) * rstd : v * rstd;
+__device__ __forceinline__ float x_term_of(float v, float mean, float gamma, float beta,
+                                           bool memory_efficient, bool rms) {
+  if (!memory_efficient) return kMean ? v - mean : v;
   if (kMean) return (v - beta) / gamma;
   if (rms) return v / gamma;
   return v;  // L2: y is x̂
+}
+
+// dx = rstd·(gh − mean(gh) − x̂·mean(gh·x̂)) as fma(t, c, fma(gh, a, b)): a = rstd,
+// b = −rstd·mean(gh) (0 without a mean), c = −rstd·mean(gh·x̂), times rstd again when t is
+// x − mean rather than x̂. Two FMAs an element once the row's sums are known.
+struct DxTerms {
+  float a, b, c;
+};
+
+template <bool kMean>
+__device__ __forceinline__ DxTerms dx_terms(float mean_gh, float mean_gh_xhat, float rstd,
+                                            bool memory_efficient) {
+  const float t_scale = memory_efficient ? rstd : rstd * rstd;
+  return {rstd, kMean ? -rstd * mean_gh : 0.0f, -t_scale * mean_gh_xhat};
+}
+
+__device__ __forceinline__ float dx_of(float gh, float t, const DxTerms& k) {
+  return __fmaf_rn(t, k.c, __fmaf_rn(gh, k.a, k.b));
 }
 
 // One chunk's partial: this thread's columns, from registers (vector stores when every row of
@@ -611,12 +633,17 @@ __device__ __forceinline__ void stage_floats(const char* row, int64_t col0, floa
   for (int e = 0; e < VEC; ++e) out[e] = raw_get<VEC>(r, e, D == static_cast<int>(DType::BF16));
 }
 
-// Whether a backward instantiation keeps gamma in registers for the whole kernel: streamed
-// 16-bit rows (a thread owns the same columns in every row) without a dbeta sum. fp32 gamma
-// (twice the registers) and the dbeta sums spill there, so those load gamma per chunk (L1).
-// Measured on the H200 with the rest of this kernel's layout: see README.md, "Normalization".
+// Whether a backward instantiation keeps the row's dy·γ_eff in registers from pass 1 to pass 2
+// (streamed 16-bit rows without a dbeta sum), so that pass 2 reads and converts only x: RMS
+// 8192 backward 0.2302 -> 0.2260 ms against pass 2 re-reading dy and gamma. The dbeta sums
+// leave no registers for it.
 template <int VEC, int MODE, int D>
-constexpr bool kBackwardGammaInRegisters = D != kMixed && VEC == 8 && MODE != kGradLayerBias;
+constexpr bool kBackwardHoldGh = D != kMixed && VEC == 8 && MODE != kGradLayerBias;
+
+// Whether a backward instantiation keeps gamma in shared memory (backward_rows): streamed
+// 16-bit rows.
+template <int VEC, int D>
+constexpr bool kBackwardGammaShared = D != kMixed && VEC == 8;
 
 // The rows of the backward; G: the GammaForm. Every path does the same arithmetic in the same
 // order.
@@ -645,28 +672,41 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
                         {a.dy_row_bytes, a.x_or_y_row_bytes, a.d_residual_out_row_bytes}};
   const Ring ring{layout, ring_memory, full};
   ChunkCursor next(a);  // thread 0's: the next row to fill
-  uint32_t filled = 0;
+  StagePosition filled;
   if constexpr (STREAMED) ring.start(next, filled, src);
 
-  // Streamed: this thread's chunks c < live are in the row (the same in every row); its gamma
-  // as raw bits (x's dtype; 1 without weight) when kept in registers.
-  constexpr bool kGammaInRegisters = kBackwardGammaInRegisters<VEC, MODE, D> && G != kGammaOne;
+  // Streamed: this thread's chunks c < live are in the row (the same in every row). Gamma, as
+  // raw bits of x's dtype, sits in shared memory after the ring's stages (layout.gamma_bytes),
+  // chunk i at gamma_shared[i]: each thread stores its own chunks once and reads them back
+  // every row, so no barrier, no registers held for the kernel and gamma's form fixed per
+  // launch. Against gamma in registers where they allowed it (not with the dbeta sums, which
+  // loaded gamma per chunk with the run-time form): LayerNorm 4096 backward 0.1458 -> 0.1225
+  // ms, RMS 4096 0.1196 -> 0.1156. fp32 rows (kBackwardGammaShared) load gamma per chunk with
+  // the run-time form, as before: with the form fixed their LayerNorm instantiations spill.
+  constexpr bool kGammaShared = kBackwardGammaShared<VEC, D> && G != kGammaOne;
   int live = CPT;
-  RawChunk gamma_raw[kGammaInRegisters ? CPT : 1];
+  RawChunk* const gamma_shared =
+      reinterpret_cast<RawChunk*>(ring_memory + layout.stages * layout.stage_bytes);
   if constexpr (STREAMED) {
     live = 0;
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
       const int64_t col0 = first_column(g.thread, c) * VEC;
-      if (col0 < hidden) live = c + 1;
-      if constexpr (kGammaInRegisters) load_raw<VEC>(gamma_raw[c], a.weight, col0, VEC, true);
+      if (col0 >= hidden) continue;
+      live = c + 1;
+      if constexpr (kGammaShared)
+        load_raw<VEC>(gamma_shared[first_column(g.thread, c)], a.weight, col0, VEC, true);
     }
   }
 
   // dgamma/dbeta of this thread's columns over a chunk's rows, in registers.
   float sum_dy_xhat[CPT][VEC], sum_dy[kBeta ? CPT : 1][VEC];
+  // Streamed: the row's dy·γ_eff kept from pass 1 to pass 2, which then reads only x.
+  constexpr bool kHoldGh = kBackwardHoldGh<VEC, MODE, D>;
+  float held_gh[kHoldGh ? CPT : 1][VEC];
   int parity = 0;
-  uint32_t it = 0;
+  StagePosition at;      // this row's stage
+  bool first_row = true;  // of the block: no earlier row's stage to refill after its reduction
   const int64_t chunk_step = gridDim.x;
   int64_t chunk = blockIdx.x;
   // A row's statistics are loaded one row ahead, off the critical path.
@@ -685,16 +725,8 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
         sum_dy_xhat[c][e] = 0.0f;
         if constexpr (kBeta) sum_dy[c][e] = 0.0f;
       }
-    for (int64_t row = first; row < end; ++row, ++it) {
+    for (int64_t row = first; row < end; ++row, at.advance(layout.stages)) {
       const float rstd = rstd_next, mean = mean_next;
-      // gamma does not change from row to row, so the compiler would hoist its conversion out
-      // of this loop and hold it as fp32: 32 more registers, which spill in the LayerNorm
-      // instantiation. Hidden from it here, it is converted where it is used.
-      if constexpr (kGammaInRegisters && kMean)
-#pragma unroll
-        for (int c = 0; c < CPT; ++c)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) hide_from_hoisting(gamma_raw[c].u[i]);
       const int64_t ahead = row + 1 < end                               ? row + 1
                             : chunk + chunk_step < a.chunk_count ? (chunk + chunk_step) * a.rows_per_chunk
                                                                  : -1;
@@ -709,7 +741,7 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
               ? static_cast<const char*>(a.d_residual_out) + row * a.d_residual_out_row_bytes
               : nullptr;
       if constexpr (STREAMED) {
-        const char* stage = ring.wait(it);
+        const char* stage = ring.wait(at);
         dy_row = stage + layout.offset[0];
         xy_row = stage + layout.offset[1];
         if (dres_row != nullptr) dres_row = stage + layout.offset[2];
@@ -722,15 +754,14 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
         if constexpr (STREAMED) {
           valid = VEC;
           if (c >= live) return false;
-          if constexpr (kGammaInRegisters) {
-            gamma_of<G, VEC>(gamma_raw[c], kBf16, gamma);
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) beta[e] = 0.0f;
-          } else {
-            // With gamma's form fixed at compile time the loads of every chunk's gamma are
-            // scheduled ahead and these instantiations spill: the run-time form, as before.
+          if constexpr (G == kGammaRuntime) {
             load_parameters<D, VEC>(a.weight, nullptr, a.weight_dtype, zero_centered, col0, VEC,
                                     true, gamma, beta);
+          } else {
+            // With kGammaOne (no weight) gamma_of reads no chunk: gamma is 1.
+            gamma_of<G, VEC>(gamma_shared[first_column(g.thread, c)], kBf16, gamma);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) beta[e] = 0.0f;
           }
           stage_floats<VEC, D>(dy_row, col0, dy);
           stage_floats<VEC, D>(xy_row, col0, v);
@@ -756,10 +787,12 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
           if (!STREAMED && e >= valid) continue;  // a streamed chunk is whole
-          const float x_hat = x_hat_of<kMean>(v[e], mean, rstd, gamma[e], beta[e], memory_efficient, rms);
+          const float t = x_term_of<kMean>(v[e], mean, gamma[e], beta[e], memory_efficient, rms);
+          const float x_hat = memory_efficient ? t : t * rstd;
           sum_dy_xhat[c][e] += dy[e] * x_hat;
           if constexpr (kBeta) sum_dy[c][e] += dy[e];
           const float g_h = dy[e] * gamma[e];  // gamma is 1 for L2
+          if constexpr (kHoldGh) held_gh[c][e] = g_h;
           if constexpr (kMean) sum_gh += g_h;
           sum_gh_xhat += g_h * x_hat;
         }
@@ -767,25 +800,30 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
       const float2 sums = group_reduce(make_float2(sum_gh, sum_gh_xhat), g, scratch, parity, SumMerge{});
       // The reduction was a barrier: every thread is done with the previous iteration's stage.
       if constexpr (STREAMED)
-        if (g.thread == 0 && it > 0) ring.refill(next, filled, src);
-      const float mean_gh = sums.x / h_count;
-      const float mean_gh_xhat = sums.y / h_count;
+        if (g.thread == 0 && !first_row) ring.refill(next, filled, src);
+      first_row = false;
+      const DxTerms k = dx_terms<kMean>(sums.x / h_count, sums.y / h_count, rstd, memory_efficient);
 
-      // Pass 2: dx, from the same inputs again (the ring or L1), so no element is held across
-      // the reduction.
+      // Pass 2: dx, from the same inputs again (the ring or L1); with kHoldGh only x, gh is
+      // still in registers.
       char* dx_row = static_cast<char*>(a.dx) + row * a.dx_row_bytes;
 #pragma unroll
       for (int c = 0; c < CPT; ++c) {
         int valid;
         float gamma[VEC], beta[VEC], dy[VEC], v[VEC], dx[VEC];
-        if (!chunk_inputs(c, valid, gamma, beta, dy, v)) continue;
         const int64_t col0 = first_column(g.thread, c) * VEC;
+        if constexpr (kHoldGh) {
+          if (c >= live) continue;
+          valid = VEC;
+          stage_floats<VEC, D>(xy_row, col0, v);
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) {
-          const float x_hat = x_hat_of<kMean>(v[e], mean, rstd, gamma[e], beta[e], memory_efficient, rms);
-          // Without a mean, (g_h − 0 − ...) is (g_h − ...) exactly.
-          dx[e] = kMean ? rstd * (dy[e] * gamma[e] - mean_gh - x_hat * mean_gh_xhat)
-                        : rstd * (dy[e] * gamma[e] - x_hat * mean_gh_xhat);
+          for (int e = 0; e < VEC; ++e) dx[e] = dx_of(held_gh[c][e], kMean ? v[e] - mean : v[e], k);
+        } else {
+          if (!chunk_inputs(c, valid, gamma, beta, dy, v)) continue;
+#pragma unroll
+          for (int e = 0; e < VEC; ++e)
+            dx[e] = dx_of(dy[e] * gamma[e],
+                          x_term_of<kMean>(v[e], mean, gamma[e], beta[e], memory_efficient, rms), k);
         }
         if (dres_row != nullptr) {
           // Read before dx is stored: dx may be d_residual_out itself (this thread's elements).
@@ -806,7 +844,7 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
 template <int VEC, int CPT, int MODE, int D>
 __global__ void __launch_bounds__(kNormMaxBlock, 1)
     norm_backward_kernel(NormBackwardArgs a, RingLayout layout) {
-  with_gamma_form<kBackwardGammaInRegisters<VEC, MODE, D>>(a.weight, a.zero_centered, [&](auto form) {
+  with_gamma_form<kBackwardGammaShared<VEC, D>>(a.weight, a.zero_centered, [&](auto form) {
     backward_rows<VEC, CPT, MODE, D, decltype(form)::value>(a, layout);
   });
 }
@@ -889,13 +927,15 @@ RingLayout with_stages(RingLayout r, const void* kernel, int threads, int device
   const int blocks = blocks_per_multiprocessor(kernel, threads, 0, device);
   const int per_block = std::min(info.max_shared_per_block_optin,
                                  info.shared_per_multiprocessor / blocks) -
-                        kStaticAndReserved;
+                        kStaticAndReserved - static_cast<int>(r.gamma_bytes);
   const uint32_t stages = per_block > 0 ? static_cast<uint32_t>(per_block) / r.stage_bytes : 0;
   r.stages = stages >= 2 ? std::min(stages, kMaxStages) : 0;
   return r;
 }
 
-size_t ring_bytes(const RingLayout& r) { return static_cast<size_t>(r.stages) * r.stage_bytes; }
+size_t ring_bytes(const RingLayout& r) {
+  return static_cast<size_t>(r.stages) * r.stage_bytes + r.gamma_bytes;
+}
 
 // Persistent grid: (multiprocessors - sm_margin) x blocks per multiprocessor, at most `units`.
 int grid_for(const void* kernel, int block, size_t shared, int64_t units, int device,
@@ -1015,12 +1055,14 @@ void backward_for(const NormBackwardArgs& a, const NormLayout& l, int device, in
   const int d = uniform_dtype(a.x_dtype, {a.y_dtype, a.x_or_y_dtype,
                                           a.weight != nullptr ? a.weight_dtype : a.x_dtype});
   const int64_t row = a.hidden * element_bytes(a.x_dtype);
-  const RingLayout stage =
+  RingLayout stage =
       d != kMixed && a.vector_ok != 0 && a.memory_efficient == 0
           ? ring_stage({{a.dy, a.dy_row_bytes, row},
                         {a.x_or_y, a.x_or_y_row_bytes, row},
                         {a.d_residual_out, a.d_residual_out_row_bytes, row}})
           : RingLayout{};
+  if (VEC == 8 && stage.stage_bytes != 0 && a.weight != nullptr)
+    stage.gamma_bytes = static_cast<uint32_t>((a.hidden + VEC - 1) / VEC * 16);
   with_grad_mode(a, [&](auto mode) {
     constexpr int kMode = decltype(mode)::value;
     const bool streamed = stage.stage_bytes != 0 && with_streamed_dtype<VEC>(d, [&](auto dtype) {

@@ -28,14 +28,11 @@ NormPlan norm_plan(const sy_norm_problem& p) {
   NormPlan plan;
   const int vec = 16 / element_bytes(to_dtype(p.x_dtype));
   plan.chunks = ceil_div(p.hidden, vec);
-  // Forward: 32 elements per thread (bf16 hidden 4096: 128 threads; 8192: 256), for LayerNorm
-  // 64 at 16-bit rows of >= 8192 (128 threads): more rows per multiprocessor at once, as its
-  // Chan merge is what the forward waits on. Measured on the H200 at 8192: RMS forward 0.158 ms
-  // at 64, 0.151 at 32 (the 32-element layout keeps gamma in registers); LayerNorm 0.194 at 64,
-  // 0.233 at 32. Backward: 32 too (the dgamma and dbeta sums of each element live in registers
-  // as well).
-  const bool wide_layer = p.kind == SY_NORM_LAYER && vec == 8 && plan.chunks >= 1024;
-  plan.forward = layout_for(plan.chunks, vec, wide_layer ? 64 : 32);
+  // 32 elements per thread (bf16 hidden 4096: 128 threads; 8192: 256), forward and backward
+  // (the dgamma and dbeta sums of each element live in registers as well). Measured on the H200
+  // at LayerNorm 8192: forward 0.1697 ms with 128 threads x 64 elements, 0.1605 with 256 x 32
+  // (since its Chan merge has known shares; before, 0.194 against 0.233 the other way).
+  plan.forward = layout_for(plan.chunks, vec, 32);
   // LayerNorm with 32 would spill in the fp32 and the general (mixed dtypes, memory-efficient)
   // kernels, which also keep a dbeta sum per element: 16 there.
   const bool same_dtypes = p.y_dtype.code == p.x_dtype.code && p.y_dtype.bits == p.x_dtype.bits &&

@@ -17,6 +17,22 @@
 
 namespace switchyard::te {
 
+// Where an iteration sits in a ring of a run-time stage count: its stage and its phase's
+// parity, advanced by each thread as it goes, so no iteration pays a division. One register:
+// the stage in the low bits, the parity in the top bit.
+class StagePosition {
+ public:
+  __device__ uint32_t index() const { return bits_ & ~kParity; }
+  __device__ uint32_t parity() const { return bits_ >> 31; }
+  __device__ void advance(uint32_t stages) {
+    bits_ = index() + 1 == stages ? (bits_ & kParity) ^ kParity : bits_ + 1;
+  }
+
+ private:
+  static constexpr uint32_t kParity = 0x80000000u;
+  uint32_t bits_ = 0;
+};
+
 struct StageRing {
   unsigned char* memory;  // stages x stage_bytes, 128-byte aligned
   uint64_t* full;         // per stage: its copies have landed
@@ -49,6 +65,20 @@ struct StageRing {
   __device__ const unsigned char* wait(uint32_t iteration) const {
     cuda::mbarrier_wait(&full[iteration % stages], (iteration / stages) & 1u);
     return stage(iteration);
+  }
+
+  // The same by position, for a run-time stage count.
+  __device__ unsigned char* stage(const StagePosition& at) const {
+    return memory + at.index() * stage_bytes;
+  }
+  __device__ uint64_t* arm(const StagePosition& at, uint32_t bytes) const {
+    uint64_t* bar = &full[at.index()];
+    cuda::mbarrier_expect_bytes(bar, bytes);
+    return bar;
+  }
+  __device__ const unsigned char* wait(const StagePosition& at) const {
+    cuda::mbarrier_wait(&full[at.index()], at.parity());
+    return stage(at);
   }
 
   // One of `readers` readers (a warp's lane 0, after __syncwarp) is done with `iteration`'s
