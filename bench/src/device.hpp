@@ -16,6 +16,13 @@
 
 namespace switchyard::bench {
 
+// How a CUDA stream is held before a timed repetition: a single-thread kernel spinning on the
+// GPU timer (the default, as peers.py's torch.cuda._sleep), or a host function that sleeps
+// (cudaLaunchHostFunc; the first timed phase then also waits for the device to learn that the
+// host function returned).
+enum class HoldKind { Gpu, Host };
+
+
 // Device memory owned by the benchmark. Move-only; freed on destruction.
 class DeviceBuffer {
  public:
@@ -90,10 +97,10 @@ class Device {
   // scratch buffer larger than the cache). No-op on the CPU.
   virtual void flush_cache() = 0;
   virtual int64_t cache_flush_bytes() const = 0;
-  // Holds the stream for `microseconds` (a host function that sleeps, queued on it), so that
-  // the host queues a whole repetition before the device reaches its first mark: the events
-  // then time the device's work alone, not the host's launch overhead. No-op on the CPU.
-  virtual void hold_stream(int microseconds) = 0;
+  // Holds the stream for `microseconds`, so that the host queues a whole repetition before the
+  // device reaches its first mark: the events then time the device's work alone, not the
+  // host's launch overhead. No-op on the CPU.
+  virtual void hold_stream(int microseconds, HoldKind kind) = 0;
   // The stream handed to plugins (cudaStream_t), or nullptr on the CPU.
   virtual void* stream() const = 0;
   // Waits for queued work; throws BenchError with the device's error if any work failed.

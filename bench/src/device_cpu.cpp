@@ -80,7 +80,7 @@ class CpuDevice : public Device {
     std::memset(dst, byte, static_cast<size_t>(bytes));
   }
   void flush_cache() override {}
-  void hold_stream(int) override {}
+  void hold_stream(int, HoldKind) override {}
   int64_t cache_flush_bytes() const override { return 0; }
   void* stream() const override { return nullptr; }
   void synchronize(const std::string&) override {}

@@ -3,6 +3,7 @@
 // for timing, cudaMemGetInfo for memory growth. Only the CUDA runtime API; no kernels.
 #include "bench_error.hpp"
 #include "device.hpp"
+#include "gpu_hold.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -152,8 +153,12 @@ class CudaDevice : public Device {
     fill_async(flush_buffer_.data(), static_cast<uint8_t>(++flush_count_ | 1u), flush_buffer_.bytes());
   }
 
-  void hold_stream(int microseconds) override {
+  void hold_stream(int microseconds, HoldKind kind) override {
     if (microseconds <= 0) return;
+    if (kind == HoldKind::Gpu) {
+      check(launch_gpu_hold(stream_, microseconds), "the stream hold's spin kernel");
+      return;
+    }
     hold_us_ = microseconds;
     check(cudaLaunchHostFunc(stream_, &CudaDevice::sleep_on_stream, &hold_us_), "cudaLaunchHostFunc");
   }

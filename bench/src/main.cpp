@@ -118,6 +118,7 @@ int run(int argc, char** argv) {
   settings.check_rows = o.check_rows;
   settings.grad_in_place = o.grad_in_place;
   settings.hold_us = cuda ? o.hold_us : 0;
+  settings.hold_kind = o.hold_on_host ? HoldKind::Host : HoldKind::Gpu;
   settings.seed = o.seed;
   settings.runtime_base.plugin_path = o.plugin_path;
 
@@ -214,6 +215,7 @@ int run(int argc, char** argv) {
   info.seed = o.seed;
   info.cache_flush_bytes = device->cache_flush_bytes();
   info.hold_us = settings.hold_us;
+  info.hold_kind = settings.hold_kind == HoldKind::Host ? "host function" : "GPU spin kernel";
   info.timer = cuda ? "CUDA events" : "std::chrono::steady_clock";
   info.not_run = ce_plan.not_run;
   info.not_run.insert(info.not_run.end(), norm_plan.not_run.begin(), norm_plan.not_run.end());

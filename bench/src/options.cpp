@@ -56,6 +56,10 @@ po::options_description describe() {
       ("hold-us", po::value<int>()->default_value(1000),
        "CUDA: hold the stream this long before each timed rep, so the host queues the whole rep "
        "and the events time the GPU alone (0: off, host launch gaps count)")
+      ("hold-kind", po::value<std::string>()->default_value("gpu"),
+       "CUDA: how the stream is held: gpu (a kernel spinning on the GPU timer, as peers.py's "
+       "torch.cuda._sleep) | host (a host function that sleeps; the first timed phase also waits "
+       "for the device to learn that it returned)")
       ("check-rows", po::value<int>()->default_value(32), "rows checked against the float64 reference")
       ("copy-bytes", po::value<int64_t>()->default_value(0),
        "buffer size of the copy-bandwidth measurement (0: 4 GiB on CUDA, 256 MiB on the CPU)")
@@ -128,6 +132,10 @@ BenchOptions parse_options(int argc, char** argv) {
   if (o.tp_mode != "auto" && o.tp_mode != "single")
     throw BenchError("--tp-mode '" + o.tp_mode + "' is not supported; expected auto or single");
   o.hold_us = vm["hold-us"].as<int>();
+  const std::string hold_kind = vm["hold-kind"].as<std::string>();
+  if (hold_kind != "gpu" && hold_kind != "host")
+    throw BenchError("--hold-kind '" + hold_kind + "' is not supported; expected gpu or host");
+  o.hold_on_host = hold_kind == "host";
   if (o.hold_us < 0 || o.hold_us > 1000000)
     throw BenchError("--hold-us must be in [0, 1000000], got " + std::to_string(o.hold_us));
   o.check_rows = vm["check-rows"].as<int>();

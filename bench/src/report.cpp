@@ -140,6 +140,7 @@ Json report_json(const RunInfo& info, const std::vector<CaseReport>& cases) {
                            .set("seed", static_cast<int64_t>(info.seed))
                            .set("cache_flush_bytes", info.cache_flush_bytes)
                            .set("hold_us", info.hold_us)
+                           .set("hold_kind", info.hold_kind)
                            .set("timer", info.timer));
   root.set("copy_bandwidth", Json::object()
                                  .set("bytes", info.copy.bytes)
@@ -246,7 +247,9 @@ void print_report(std::ostream& out, const RunInfo& info, const std::vector<Case
   out << "timing: " << info.timer << ", median of " << info.reps << " reps after " << info.warmup
       << " warm-up";
   if (info.cache_flush_bytes > 0) out << ", cache flushed (" << mib(info.cache_flush_bytes) << " MiB write) before each rep";
-  if (info.hold_us > 0) out << ", stream held " << info.hold_us << " us before each rep (GPU-only times)";
+  if (info.hold_us > 0)
+    out << ", stream held " << info.hold_us << " us by a " << info.hold_kind
+        << " before each rep (GPU-only times)";
   out << "; " << info.dtype << "; CE gradient " << (info.grad_in_place ? "in place" : "in a separate buffer")
       << "\n";
   for (const auto& n : info.not_run) out << "not run (" << n.family << "): " << n.name << ": " << n.reason << "\n";

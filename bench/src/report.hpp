@@ -34,6 +34,7 @@ struct RunInfo {
   uint64_t seed = 0;
   int64_t cache_flush_bytes = 0;
   int hold_us = 0;
+  std::string hold_kind;  // "GPU spin kernel" | "host function"
   std::string timer;  // "CUDA events" | "std::chrono::steady_clock"
   std::vector<NotRun> not_run;
 };

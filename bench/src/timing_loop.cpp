@@ -30,7 +30,7 @@ TimedPhases time_phases(const RunContext& context, const PhaseCallbacks& callbac
       if (callbacks.prepare) callbacks.prepare(rank);
       device.flush_cache();
       if (ranks > 1) barrier.wait();
-      device.hold_stream(context.settings.hold_us);
+      device.hold_stream(context.settings.hold_us, context.settings.hold_kind);
       if (i >= 0) timer->mark(i, 0);
       for (int p = 0; p < phases; ++p) {
         const int64_t before = callbacks.collectives ? callbacks.collectives(rank) : 0;

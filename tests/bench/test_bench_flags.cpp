@@ -23,6 +23,7 @@ TEST_CASE("bad flags exit 1 with a message that names the flag and what it accep
       {{"--cases", "ce_tp1,rmsnorm_4096"}, "--cases: unknown case 'ce_tp1'; known cases: ce_tp1_per_token"},
       {{"--reps", "0"}, "--reps must be at least 1, got 0"},
       {{"--grad-buffer", "both"}, "--grad-buffer 'both' is not supported; expected inplace or separate"},
+      {{"--hold-kind", "sideways"}, "--hold-kind 'sideways' is not supported; expected gpu or host"},
       {{"--dtype", "int8"}, "--dtype 'int8' is not a data dtype; expected bf16, f16 or f32"},
       {{"--no-such-flag"}, "see switchyard-bench --help"},
   };
