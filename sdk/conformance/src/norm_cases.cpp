@@ -84,7 +84,21 @@ class NormCaseList {
     NormSpec s;
     add(k, "basic", base(k), 0, true, true);
     add(k, "h1", base(k, 5, 1), 0, false);
-    if (!options_.quick) add(k, "h4096", base(k, 3, 4096), 0, false);
+    if (!options_.quick) {
+      add(k, "h4096", base(k, 3, 4096), 0, false);
+      // Rows wide and aligned enough for a GPU backend's fast path (te streams them through
+      // shared memory from 8 16-bit elements on) with every declared request flag, since the
+      // other variants' rows (127) take the general path there. Memory-efficient has its own.
+      uint32_t wide_needs = 0;
+      s = all_features(base(k, 3, 4096), wide_needs);
+      s.flags &= ~SY_NORM_MEMORY_EFFICIENT;
+      add(k, "h4096-all-features", s, wide_needs & ~SY_NORM_FEATURE_MEMORY_EFFICIENT, false);
+      if (k.kind == SY_NORM_LAYER) {
+        s = base(k, 3, 4096);
+        s.bias = false;
+        add(k, "h4096-no-bias", s, 0, false);
+      }
+    }
     if (k.kind == SY_NORM_LAYER) {
       s = base(k);
       s.bias = false;
