@@ -481,10 +481,14 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
 #pragma unroll
       for (int c = 0; c < CPT; ++c) {
         const int valid = chunk_valid<VEC, STREAMED>(first_column(g.thread, c) * VEC, hidden);
+        // A chunk past the row holds zeros, which are not the row's: (0 − mean)² must not
+        // count (rows that do not split evenly over the threads, e.g. 5000 = 160 threads x 4
+        // chunks less 15). A streamed chunk is whole or empty, so no per-element test.
+        if (STREAMED && valid == 0) continue;
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
           const float d = raw_get<VEC>(h[c], e, bf16) - local_mean;
-          m2 += STREAMED || e < valid ? d * d : 0.0f;  // a streamed chunk is whole or empty
+          m2 += STREAMED || e < valid ? d * d : 0.0f;
         }
       }
       float2 merged;  // (mean, M2) of the row
