@@ -66,11 +66,12 @@ struct GroupMap {
     const int whole = span.elements / VEC;
     const int count = min(group_chunks, max(0, whole - group * group_chunks));
     const auto bytes = static_cast<uint32_t>(count) * 16u;
-    uint64_t* bar = ring.arm(j, bytes);
+    const StagePosition at = ring.position(j);
+    uint64_t* bar = ring.arm(at, bytes);
     if (count > 0) {
       const Raw* src = static_cast<const Raw*>(a.logits) + row * a.logits_stride +
                        (span.first + static_cast<int64_t>(group) * group_chunks) * VEC;
-      cuda::bulk_load(ring.stage(j), src, bytes, bar);
+      cuda::bulk_load(ring.stage(at), src, bytes, bar);
     }
   }
 };
@@ -81,7 +82,7 @@ template <class Raw, int VEC>
 __device__ __forceinline__ void release_stage(const StageRing& ring, const GroupMap<VEC>& map,
                                               const CeKernelArgs& a, uint32_t it, int warps) {
   __syncwarp();
-  if ((threadIdx.x & 31) == 0 && ring.release(it, static_cast<uint32_t>(warps)) &&
+  if ((threadIdx.x & 31) == 0 && ring.release(ring.position(it), static_cast<uint32_t>(warps)) &&
       it + ring.stages < map.iterations)
     map.template fill<Raw>(ring, a, it + ring.stages);
 }
@@ -135,7 +136,7 @@ __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeStreamBlocksPerSm)
       const int whole = span.elements / VEC;
       CeRun run = ce_run_init();
       for (int c0 = 0, g = 0; c0 < span.chunks; c0 += P, ++g, ++it) {
-        const auto* stage = reinterpret_cast<const uint4*>(ring.wait(it));
+        const auto* stage = reinterpret_cast<const uint4*>(ring.wait(ring.position(it)));
         Chunk pk[kCeSliceUnroll];
         // Each path folds its own chunks: a shared fold after the branch would merge the two
         // paths' chunks as 16-bit values, unpacking and repacking every word.

@@ -3,7 +3,8 @@
 // earlier one, whatever its registers. Used by te's streamed kernels (norm_kernels.cu,
 // ce_stream_kernels.cu). Included by .cu files only.
 //
-// Iteration i of a block uses stage i % stages, in phase (i / stages) & 1 of its barrier.
+// Iteration i of a block uses stage i % stages, in phase (i / stages) & 1 of its barrier: its
+// StagePosition (position(i), or one the thread advances itself).
 // Protocol: thread 0 init()s, then the block passes a __syncthreads(); thread 0 arm()s
 // iteration i (and issues its bulk copies) before any thread wait()s on it; a stage is armed
 // again only once every reader is done with it: after a block barrier and a bulk_reuse_fence,
@@ -17,11 +18,14 @@
 
 namespace switchyard::te {
 
-// Where an iteration sits in a ring of a run-time stage count: its stage and its phase's
-// parity, advanced by each thread as it goes, so no iteration pays a division. One register:
-// the stage in the low bits, the parity in the top bit.
+// Where an iteration sits in a ring: its stage and its phase's parity. With a run-time stage
+// count each thread advances its own, so no iteration pays a division. One register: the stage
+// in the low bits, the parity in the top bit.
 class StagePosition {
  public:
+  StagePosition() = default;
+  __device__ StagePosition(uint32_t index, uint32_t parity) : bits_(index | parity << 31) {}
+
   __device__ uint32_t index() const { return bits_ & ~kParity; }
   __device__ uint32_t parity() const { return bits_ >> 31; }
   __device__ void advance(uint32_t stages) {
@@ -49,45 +53,37 @@ struct StageRing {
     cuda::bulk_barrier_init_fence();
   }
 
-  __device__ unsigned char* stage(uint32_t iteration) const {
-    return memory + (iteration % stages) * stage_bytes;
+  // Iteration i's position: a division by `stages`, a multiply when the caller's count is a
+  // compile-time constant (the streamed CE kernel); the others keep a StagePosition instead.
+  __device__ StagePosition position(uint32_t iteration) const {
+    return StagePosition(iteration % stages, (iteration / stages) & 1u);
   }
 
-  // Thread 0 only: iteration `iteration` completes once `bytes` bytes (0: at once) of bulk
-  // copies into its stage have landed; issue them after this.
-  __device__ uint64_t* arm(uint32_t iteration, uint32_t bytes) const {
-    uint64_t* bar = &full[iteration % stages];
-    cuda::mbarrier_expect_bytes(bar, bytes);
-    return bar;
-  }
-
-  // The stage of `iteration` once its copies have landed.
-  __device__ const unsigned char* wait(uint32_t iteration) const {
-    cuda::mbarrier_wait(&full[iteration % stages], (iteration / stages) & 1u);
-    return stage(iteration);
-  }
-
-  // The same by position, for a run-time stage count.
   __device__ unsigned char* stage(const StagePosition& at) const {
     return memory + at.index() * stage_bytes;
   }
+
+  // Thread 0 only: the stage at `at` completes once `bytes` bytes (0: at once) of bulk copies
+  // into it have landed; issue them after this.
   __device__ uint64_t* arm(const StagePosition& at, uint32_t bytes) const {
     uint64_t* bar = &full[at.index()];
     cuda::mbarrier_expect_bytes(bar, bytes);
     return bar;
   }
+
+  // The stage at `at` once its copies have landed.
   __device__ const unsigned char* wait(const StagePosition& at) const {
     cuda::mbarrier_wait(&full[at.index()], at.parity());
     return stage(at);
   }
 
-  // One of `readers` readers (a warp's lane 0, after __syncwarp) is done with `iteration`'s
-  // stage. True for the last of them, which then owns the stage and must arm it again (with
-  // iteration + stages, if there is one): nobody waits for the slowest reader, it refills.
-  __device__ bool release(uint32_t iteration, uint32_t readers) const {
+  // One of `readers` readers (a warp's lane 0, after __syncwarp) is done with the stage at
+  // `at`. True for the last of them, which then owns the stage and must arm it again (with the
+  // iteration `stages` later, if there is one): nobody waits for the slowest reader, it refills.
+  __device__ bool release(const StagePosition& at, uint32_t readers) const {
     // acq_rel: this warp's reads of the stage happen before its count (release), and the last
     // reader sees every other reader's reads done (acquire) before it refills.
-    uint32_t* count = &released[iteration % stages];
+    uint32_t* count = &released[at.index()];
     uint32_t before;
     asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;"
                  : "=r"(before)
