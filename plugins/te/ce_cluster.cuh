@@ -13,10 +13,18 @@
 
 namespace switchyard::te {
 
-// Arrives on the cluster barrier; this thread's earlier memory accesses (shared memory
-// included) are released to the threads that wait on it.
-__device__ __forceinline__ void cluster_arrive() {
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+// Arrives on the cluster barrier without releasing anything (barrier.cluster.arrive defaults to
+// .release, which holds the thread until its earlier stores, global ones included, are
+// performed): a thread with something to publish calls release_shared_to_cluster first.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+
+// Releases this thread's earlier writes to its own block's shared memory, and only those, to
+// the cluster: before a cluster_arrive_relaxed, they are visible to every thread that passes
+// the cluster_wait. Its outstanding global stores are not waited for.
+__device__ __forceinline__ void release_shared_to_cluster() {
+  asm volatile("fence.release.sync_restrict::shared::cta.cluster;" ::: "memory");
 }
 
 // Waits until every thread of the cluster has arrived (acquiring what they released).

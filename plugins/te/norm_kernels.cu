@@ -844,10 +844,25 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
   }
 }
 
+// Programmatic dependent launch (sm_90). A kernel launched with
+// cudaLaunchAttributeProgrammaticStreamSerialization may be scheduled once every block of the
+// kernel ahead of it has called allow_dependent_launch (or ended); wait_for_previous_grid then
+// returns once that kernel has completed and its writes are visible. Both are no-ops for
+// kernels launched without the attribute.
+__device__ __forceinline__ void allow_dependent_launch() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
+__device__ __forceinline__ void wait_for_previous_grid() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
 // MODE: NormGradMode. D and the ring as in the forward.
 template <int VEC, int CPT, int MODE, int D>
 __global__ void __launch_bounds__(kNormMaxBlock, 1)
     norm_backward_kernel(NormBackwardArgs a, RingLayout layout) {
+  // The finalize may be scheduled now: it waits for this grid before it reads the partials.
+  allow_dependent_launch();
   with_gamma_form<kBackwardGammaShared<VEC, D>>(a.weight, a.zero_centered, [&](auto form) {
     backward_rows<VEC, CPT, MODE, D, decltype(form)::value>(a, layout);
   });
@@ -862,6 +877,7 @@ constexpr int kFinalizeSegments = 32;
 // segment sums are added in order. grid.y: 0 = dgamma, 1 = dbeta.
 __global__ void __launch_bounds__(kFinalizeColumns* kFinalizeSegments)
     norm_finalize_kernel(NormFinalizeArgs a) {
+  wait_for_previous_grid();  // the backward's partials
   __shared__ float sums[kFinalizeSegments][kFinalizeColumns];
   const bool beta = blockIdx.y == 1;
   const float* partial = beta ? a.partial_beta : a.partial_gamma;
@@ -1125,8 +1141,20 @@ void launch_norm_backward(const NormBackwardArgs& a, const NormLayout& layout, i
 
 void launch_norm_finalize(const NormFinalizeArgs& a, void* stream) {
   const dim3 grid(static_cast<unsigned>((a.hidden + kFinalizeColumns - 1) / kFinalizeColumns), 2);
-  norm_finalize_kernel<<<grid, kFinalizeColumns * kFinalizeSegments, 0, stream_of(stream)>>>(a);
-  check_cuda(cudaGetLastError(), "launching norm_finalize_kernel");
+  // Programmatic dependent launch: the finalize is scheduled while the backward's last blocks
+  // run, instead of after its end (H200, bf16 [16384, 4096] backward: RMS 0.1152 -> 0.1142 ms,
+  // LayerNorm 0.1218 -> 0.1201).
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = dim3(kFinalizeColumns * kFinalizeSegments);
+  config.stream = stream_of(stream);
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  check_cuda(cudaLaunchKernelEx(&config, norm_finalize_kernel, a),
+             "cudaLaunchKernelEx(norm_finalize_kernel)");
 }
 
 }  // namespace switchyard::te
