@@ -418,6 +418,8 @@ __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeSliceBlocksPerSm)
   // Double-buffered by row parity: thread 0 writes partial[i & 1] of row i + 2 only after
   // passing row i + 1's cluster barrier, which every block reaches only after it has read
   // the cluster's row i partials (merge_cluster), so no block reads a partial being replaced.
+  // The arrive is relaxed, but those reads have returned before it: their values made
+  // shared_lse, which the block's __syncthreads waited for.
   __shared__ SlicePartial partial[2];
   __shared__ uint64_t piece_done[kCeSlicePieces];  // phase i: the block's row i has landed
   __shared__ CeState scratch[32];
