@@ -10,6 +10,7 @@
 // "N passed, M failed, K skipped". Exit 0 when nothing failed, 77 without a GPU, 1 otherwise.
 //
 //   ce_paths_check [--plugin NAME]        (default: te)
+#include "ce_call_args.hpp"
 #include "gpu_tensor.hpp"
 
 #include <switchyard/switchyard.hpp>
@@ -109,34 +110,15 @@ Result run_path(const switchyard::Runtime& runtime, const Spec& s, const Inputs&
   const int64_t bytes = op.workspace_size();
   gpu_test::DeviceBuffer workspace(static_cast<size_t>(bytes));
 
-  sy_ce_forward_args f{};
-  f.struct_size = sizeof f;
-  f.problem = &p;
-  f.logits = logits.dl();
-  f.labels = labels.dl();
-  f.loss = loss.dl();
-  f.lse = lse.dl();
+  sy_ce_forward_args f =
+      gpu_test::ce_forward_args(p, logits, labels, loss, lse, workspace.data(), bytes, stream);
   f.argmax = want_argmax ? argmax.dl() : nullptr;
   f.grad_scale = gif ? scale.dl() : nullptr;
   f.grad_logits = gif ? grad_out->dl() : nullptr;
-  f.workspace = workspace.data();
-  f.workspace_bytes = bytes;
-  f.stream = stream;
   op.forward(f);
-  if (!gif) {
-    sy_ce_backward_args b{};
-    b.struct_size = sizeof b;
-    b.problem = &p;
-    b.logits = logits.dl();
-    b.labels = labels.dl();
-    b.lse = lse.dl();
-    b.grad_loss = scale.dl();
-    b.grad_logits = grad.dl();
-    b.workspace = workspace.data();
-    b.workspace_bytes = bytes;
-    b.stream = stream;
-    op.backward(b);
-  }
+  if (!gif)
+    op.backward(gpu_test::ce_backward_args(p, logits, labels, lse, scale, grad, workspace.data(),
+                                           bytes, stream));
   if (cudaStreamSynchronize(stream) != cudaSuccess)
     throw std::runtime_error(std::string("the calls failed: ") + cudaGetErrorString(cudaGetLastError()));
   return Result{loss.values(), lse.values(), want_argmax ? argmax.values() : std::vector<double>{},

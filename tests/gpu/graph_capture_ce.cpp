@@ -1,6 +1,7 @@
 // Cross-entropy cases of graph_capture_check: bf16 logits [64, 50 257] (GPT-2's vocabulary,
 // not a multiple of any vector width) with per-token upstream gradients: forward then
 // backward; gradient in forward; argmax. tp_size = 1 only (TP > 1 would capture NCCL).
+#include "ce_call_args.hpp"
 #include "graph_capture.hpp"
 
 #include <limits>
@@ -78,34 +79,15 @@ std::string run_case(const Context& ctx, const CeSpec& s) {
   outputs.push_back({"grad_logits", &grad});
 
   const Calls calls = [&](cudaStream_t stream) {
-    sy_ce_forward_args f{};
-    f.struct_size = sizeof f;
-    f.problem = &p;
-    f.logits = logits.dl();
-    f.labels = labels.dl();
-    f.loss = loss.dl();
-    f.lse = lse.dl();
+    sy_ce_forward_args f =
+        ce_forward_args(p, logits, labels, loss, lse, workspace.data(), bytes, stream);
     f.argmax = argmax ? arg.dl() : nullptr;
     f.grad_scale = gif ? per_token.dl() : nullptr;
     f.grad_logits = gif ? grad.dl() : nullptr;
-    f.workspace = workspace.data();
-    f.workspace_bytes = bytes;
-    f.tp = nullptr;
-    f.stream = stream;
     op.forward(f);
     if (gif) return;  // the gradient came with the forward; no backward
-    sy_ce_backward_args b{};
-    b.struct_size = sizeof b;
-    b.problem = &p;
-    b.logits = logits.dl();
-    b.labels = labels.dl();
-    b.lse = lse.dl();
-    b.grad_loss = per_token.dl();
-    b.grad_logits = grad.dl();
-    b.workspace = workspace.data();
-    b.workspace_bytes = bytes;
-    b.stream = stream;
-    op.backward(b);
+    op.backward(
+        ce_backward_args(p, logits, labels, lse, per_token, grad, workspace.data(), bytes, stream));
   };
   return std::string(gif ? "forward with gradient" : "forward + backward") + ": " +
          eager_versus_graph(ctx.stream, outputs, workspace.data(), static_cast<size_t>(bytes),

@@ -1,6 +1,7 @@
 // Cross entropy on one GPU through the Runtime, against the conformance suite's float64
 // reference: sizes the conformance cases do not reach, streams, replay, batch invariance and
 // an unaligned workspace.
+#include "ce_call_args.hpp"
 #include "gpu_tensor.hpp"
 #include "native_cuda_checks.hpp"
 
@@ -111,34 +112,15 @@ CeOutputs run_ce(const NativeContext& ctx, const CeSpec& spec, const CeData& dat
   DeviceBuffer workspace(static_cast<size_t>(bytes + misalign));
   workspace.upload(std::vector<unsigned char>(workspace.bytes(), 0x5a));
 
-  sy_ce_forward_args f{};
-  f.struct_size = sizeof f;
-  f.problem = &p;
-  f.logits = logits.dl();
-  f.labels = labels.dl();
-  f.loss = loss.dl();
-  f.lse = lse.dl();
+  void* const workspace_at = static_cast<char*>(workspace.data()) + misalign;
+  sy_ce_forward_args f = ce_forward_args(p, logits, labels, loss, lse, workspace_at, bytes, stream);
   f.argmax = argmax ? arg.dl() : nullptr;
   f.grad_scale = gif ? scale.dl() : nullptr;
   f.grad_logits = gif ? grad.dl() : nullptr;
-  f.workspace = static_cast<char*>(workspace.data()) + misalign;
-  f.workspace_bytes = bytes;
-  f.stream = stream;
   op.forward(f);
-  if (!gif) {
-    sy_ce_backward_args b{};
-    b.struct_size = sizeof b;
-    b.problem = &p;
-    b.logits = logits.dl();
-    b.labels = labels.dl();
-    b.lse = lse.dl();
-    b.grad_loss = grad_loss.dl();
-    b.grad_logits = grad.dl();
-    b.workspace = f.workspace;
-    b.workspace_bytes = bytes;
-    b.stream = stream;
-    op.backward(b);
-  }
+  if (!gif)
+    op.backward(
+        ce_backward_args(p, logits, labels, lse, grad_loss, grad, workspace_at, bytes, stream));
   cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   if (!grad.padding_untouched()) throw std::runtime_error("the padding of grad_logits was written");
   return CeOutputs{loss.values(), lse.values(), argmax ? arg.values() : std::vector<double>{},

@@ -4,6 +4,7 @@
 // reference `switchyard check` uses, not a second one.
 #include "tp_ce_cases.hpp"
 
+#include "ce_call_args.hpp"
 #include "gpu_tensor.hpp"
 
 #include <switchyard/conformance/compare.hpp>
@@ -148,21 +149,13 @@ CaseResult run(const TpCase& c, const RankContext& context) {
   DeviceBuffer workspace(static_cast<size_t>(workspace_bytes));
   workspace.upload(std::vector<unsigned char>(workspace.bytes(), 0xa5));  // stale garbage
 
-  sy_ce_forward_args f{};
-  f.struct_size = sizeof f;
-  f.problem = &p;
-  f.logits = logits.dl();
-  f.labels = labels.dl();
-  f.loss = loss.dl();
-  f.lse = lse.dl();
+  sy_ce_forward_args f = ce_forward_args(p, logits, labels, loss, lse, workspace.data(),
+                                         workspace_bytes, context.stream);
   f.argmax = argmax ? argmax_out.dl() : nullptr;
   f.grad_scale = grad_in_forward ? grad_scale.dl() : nullptr;
   f.grad_logits = grad_in_forward ? (c.grad_over_logits ? logits.dl() : forward_grad.dl())
                                   : nullptr;
-  f.workspace = workspace.data();
-  f.workspace_bytes = workspace_bytes;
   f.tp = context.comm->get();
-  f.stream = context.stream;
 
   context.comm->reset();
   if (c.bad_label) {
@@ -245,17 +238,9 @@ CaseResult run(const TpCase& c, const RankContext& context) {
     GpuTensor backward_grad(c.grad_dtype, n, vp, grad_stride, rank);
     backward_grad.fill({}, nan);
     GpuTensor& out = c.backward_in_place ? logits : backward_grad;
-    sy_ce_backward_args b{};
-    b.struct_size = sizeof b;
-    b.problem = &p;
-    b.logits = logits.dl();
-    b.labels = labels.dl();
-    b.lse = lse.dl();
-    b.grad_loss = grad_loss.dl();
-    b.grad_logits = out.dl();
-    b.workspace = workspace.data();
-    b.workspace_bytes = workspace_bytes;
-    b.stream = context.stream;
+    const sy_ce_backward_args b = ce_backward_args(p, logits, labels, lse, grad_loss, out,
+                                                   workspace.data(), workspace_bytes,
+                                                   context.stream);
     context.comm->reset();
     op.backward(b);
     cuda_check(cudaStreamSynchronize(context.stream), "cudaStreamSynchronize after backward");
