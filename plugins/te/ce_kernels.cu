@@ -237,12 +237,6 @@ void grad_for(const CeKernelArgs& a, int threads, void* stream) {
   ce_grad_kernel<D, G><<<static_cast<unsigned>(a.rows), threads, 0, stream_of(stream)>>>(a);
 }
 
-int static_shared_bytes(const void* kernel) {
-  cudaFuncAttributes attributes{};
-  check_cuda(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
-  return static_cast<int>(attributes.sharedSizeBytes);
-}
-
 // How many chunks per thread the fused kernel may keep in shared memory on this device, and
 // the kernel's dynamic shared memory limit raised to match (once per device).
 template <DType D, DType G>

@@ -100,6 +100,9 @@ DeviceInfo device_info(int device) {
   check_cuda(cudaDeviceGetAttribute(&info.max_shared_per_block_optin,
                                     cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
              "cudaDeviceGetAttribute(shared memory per block)" + where);
+  check_cuda(cudaDeviceGetAttribute(&info.reserved_shared_per_block,
+                                    cudaDevAttrReservedSharedMemoryPerBlock, device),
+             "cudaDeviceGetAttribute(reserved shared memory per block)" + where);
   if (info.major < 9)
     sy::fail(SY_ERR_UNAVAILABLE,
              "te: " + device_text(device) + " has compute capability " +
@@ -109,6 +112,21 @@ DeviceInfo device_info(int device) {
   std::lock_guard<std::mutex> lock(cache_mutex());
   cache[device] = info;
   return info;
+}
+
+int static_shared_bytes(const void* kernel) {
+  static std::map<const void*, int> cache;  // guarded by cache_mutex()
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex());
+    auto it = cache.find(kernel);
+    if (it != cache.end()) return it->second;
+  }
+  cudaFuncAttributes attributes{};
+  check_cuda(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
+  const int bytes = static_cast<int>(attributes.sharedSizeBytes);
+  std::lock_guard<std::mutex> lock(cache_mutex());
+  cache[kernel] = bytes;
+  return bytes;
 }
 
 int blocks_per_multiprocessor(const void* kernel, int threads, std::size_t shared_bytes,

@@ -34,6 +34,7 @@ struct DeviceInfo {
   int multiprocessors = 0;
   int max_shared_per_block_optin = 0;
   int shared_per_multiprocessor = 0;
+  int reserved_shared_per_block = 0;  // what the driver keeps of a multiprocessor's per block
   int major = 0;
   int minor = 0;
 };
@@ -41,6 +42,9 @@ struct DeviceInfo {
 // Properties of `device`, asked once per device and cached. Throws UNAVAILABLE for a device
 // that does not exist or is older than sm_90 (te's kernels are built for compute 9.0).
 DeviceInfo device_info(int device);
+
+// The static shared memory of `kernel` (its __shared__ variables), asked once and cached.
+int static_shared_bytes(const void* kernel);
 
 // Blocks of `kernel` that fit one multiprocessor with `threads` threads and `shared_bytes`
 // dynamic shared memory (cached per kernel, block, memory and device); at least 1.

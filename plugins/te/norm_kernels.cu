@@ -173,6 +173,18 @@ struct RingLayout {
   uint32_t gamma_bytes = 0;           // after the stages: the block's copy of gamma (backward)
 };
 
+// The backward's rings. A streamed row that keeps dy·γ_eff in registers (kBackwardSplitRing)
+// is done with dy after pass 1 but with x only after pass 2, so dy has a ring of its own
+// (`early`), refilled right after the row's reduction, and x (and d_residual_out) another
+// (`late`), refilled after the next row's. bf16 [16384, 8192], 512 threads, one block a
+// multiprocessor: dy and x 6 rows ahead in the memory that held both 5 ahead in one ring,
+// backward 0.2290 -> 0.2108 ms. Otherwise early.stages = 0 and `late` holds every streamed
+// tensor. Shared memory: late's stages, early's, then gamma (late.gamma_bytes).
+struct BackwardRings {
+  RingLayout late;
+  RingLayout early;
+};
+
 // Tensor k's row r starts at base[k] + r * stride[k] (bytes).
 struct RingSources {
   const char* base[kMaxStreams];
@@ -245,22 +257,19 @@ struct StrideCursor {
 };
 
 // The backward's rows of a block: its chunks blockIdx.x, + gridDim.x, ..., each row by row
-// (no division per row); row = -1 past the last.
+// (no division per row); row = -1 past the last. The partition's sizes stay in the kernel's
+// parameters (`a`), not in registers: thread 0 keeps two cursors with split rings.
 struct ChunkCursor {
-  int64_t chunk_count, rows_per_chunk, rows;
-  int64_t chunk, first = 0, end = 0, row = -1;
-  __device__ explicit ChunkCursor(const NormBackwardArgs& a)
-      : chunk_count(a.chunk_count), rows_per_chunk(a.rows_per_chunk), rows(a.rows), chunk(blockIdx.x) {
-    enter();
-  }
+  const NormBackwardArgs& a;
+  int64_t chunk, end = 0, row = -1;
+  __device__ explicit ChunkCursor(const NormBackwardArgs& args) : a(args), chunk(blockIdx.x) { enter(); }
   __device__ void enter() {
-    if (chunk >= chunk_count) {
+    if (chunk >= a.chunk_count) {
       row = -1;
       return;
     }
-    first = chunk * rows_per_chunk;
-    end = first + rows_per_chunk < rows ? first + rows_per_chunk : rows;
-    row = first;
+    row = chunk * a.rows_per_chunk;
+    end = row + a.rows_per_chunk < a.rows ? row + a.rows_per_chunk : a.rows;
   }
   __device__ void advance() {
     if (row < 0) return;
@@ -639,10 +648,17 @@ __device__ __forceinline__ void stage_floats(const char* row, int64_t col0, floa
 
 // Whether a backward instantiation keeps the row's dy·γ_eff in registers from pass 1 to pass 2
 // (streamed 16-bit rows without a dbeta sum), so that pass 2 reads and converts only x: RMS
-// 8192 backward 0.2302 -> 0.2260 ms against pass 2 re-reading dy and gamma. The dbeta sums
-// leave no registers for it.
-template <int VEC, int MODE, int D>
-constexpr bool kBackwardHoldGh = D != kMixed && VEC == 8 && MODE != kGradLayerBias;
+// 8192 backward 0.2302 -> 0.2260 ms against pass 2 re-reading dy and gamma. At 32 elements a
+// thread the dbeta sums leave no registers for it; at 16 they do.
+template <int VEC, int CPT, int MODE, int D>
+constexpr bool kBackwardHoldGh = D != kMixed && VEC == 8 && (MODE != kGradLayerBias || CPT <= 2);
+
+// Whether a backward instantiation streams dy through a ring of its own (BackwardRings): those
+// whose pass 2 does not read dy, at up to 16 elements a thread (at 32, 128-thread blocks at
+// H = 4096, the second ring's positions and cursor spilled 32 bytes: backward 0.1142 ->
+// 0.1200 ms).
+template <int VEC, int CPT, int MODE, int D>
+constexpr bool kBackwardSplitRing = kBackwardHoldGh<VEC, CPT, MODE, D> && CPT <= 2;
 
 // Whether a backward instantiation keeps gamma in shared memory (backward_rows): streamed
 // 16-bit rows.
@@ -652,13 +668,16 @@ constexpr bool kBackwardGammaShared = D != kMixed && VEC == 8;
 // The rows of the backward; G: the GammaForm. Every path does the same arithmetic in the same
 // order.
 template <int VEC, int CPT, int MODE, int D, int G>
-__device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const RingLayout& layout) {
+__device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const BackwardRings& rings) {
   constexpr bool STREAMED = D != kMixed;
+  constexpr bool kSplit = kBackwardSplitRing<VEC, CPT, MODE, D>;
+  const RingLayout& layout = rings.late;
   constexpr bool kMean = MODE != kGradNoMean;
   constexpr bool kBeta = MODE == kGradLayerBias;
   constexpr bool kBf16 = D == static_cast<int>(DType::BF16);
   extern __shared__ __align__(128) unsigned char ring_memory[];
   __shared__ uint64_t full[kMaxStages];
+  __shared__ uint64_t early_full[kSplit ? kMaxStages : 1];
   __shared__ GroupScratch<float2> scratch;
   const Group g{0, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x)};
   const bool vector = STREAMED || a.vector_ok != 0;  // streamed: every row is aligned
@@ -678,6 +697,11 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
   ChunkCursor next(a);  // thread 0's: the next row to fill
   StagePosition filled;
   if constexpr (STREAMED) ring.start(next, filled, src);
+  unsigned char* const late_end = ring_memory + layout.stages * layout.stage_bytes;
+  const Ring early{rings.early, late_end, early_full};
+  ChunkCursor early_next(a);  // thread 0's, for dy's ring (kSplit)
+  StagePosition early_filled;
+  if constexpr (kSplit) early.start(early_next, early_filled, src);
 
   // Streamed: this thread's chunks c < live are in the row (the same in every row). Gamma, as
   // raw bits of x's dtype, sits in shared memory after the ring's stages (layout.gamma_bytes),
@@ -690,7 +714,7 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
   constexpr bool kGammaShared = kBackwardGammaShared<VEC, D> && G != kGammaOne;
   int live = CPT;
   RawChunk* const gamma_shared =
-      reinterpret_cast<RawChunk*>(ring_memory + layout.stages * layout.stage_bytes);
+      reinterpret_cast<RawChunk*>(late_end + rings.early.stages * rings.early.stage_bytes);
   if constexpr (STREAMED) {
     live = 0;
 #pragma unroll
@@ -706,10 +730,11 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
   // dgamma/dbeta of this thread's columns over a chunk's rows, in registers.
   float sum_dy_xhat[CPT][VEC], sum_dy[kBeta ? CPT : 1][VEC];
   // Streamed: the row's dy·γ_eff kept from pass 1 to pass 2, which then reads only x.
-  constexpr bool kHoldGh = kBackwardHoldGh<VEC, MODE, D>;
+  constexpr bool kHoldGh = kBackwardHoldGh<VEC, CPT, MODE, D>;
   float held_gh[kHoldGh ? CPT : 1][VEC];
   int parity = 0;
-  StagePosition at;      // this row's stage
+  StagePosition at;        // this row's stage
+  StagePosition early_at;  // this row's stage in dy's ring (kSplit)
   bool first_row = true;  // of the block: no earlier row's stage to refill after its reduction
   const int64_t chunk_step = gridDim.x;
   int64_t chunk = blockIdx.x;
@@ -746,7 +771,7 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
               : nullptr;
       if constexpr (STREAMED) {
         const char* stage = ring.wait(at);
-        dy_row = stage + layout.offset[0];
+        dy_row = kSplit ? early.wait(early_at) + rings.early.offset[0] : stage + layout.offset[0];
         xy_row = stage + layout.offset[1];
         if (dres_row != nullptr) dres_row = stage + layout.offset[2];
       }
@@ -802,9 +827,13 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
         }
       }
       const float2 sums = group_reduce(make_float2(sum_gh, sum_gh_xhat), g, scratch, parity, SumMerge{});
-      // The reduction was a barrier: every thread is done with the previous iteration's stage.
+      // The reduction was a barrier: every thread is done with the previous iteration's stage,
+      // and (kSplit) with this row's dy, which pass 2 does not read.
       if constexpr (STREAMED)
-        if (g.thread == 0 && !first_row) ring.refill(next, filled, src);
+        if (g.thread == 0) {
+          if constexpr (kSplit) early.refill(early_next, early_filled, src);
+          if (!first_row) ring.refill(next, filled, src);
+        }
       first_row = false;
       const DxTerms k = dx_terms<kMean>(sums.x / h_count, sums.y / h_count, rstd, memory_efficient);
 
@@ -838,6 +867,7 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const R
         }
         store_as<D, VEC>(a.x_dtype, dx_row, col0, valid, vector, dx);
       }
+      if constexpr (kSplit) early_at.advance(rings.early.stages);
     }
     if (want_gamma) store_partial<VEC, CPT>(a.partial_gamma + chunk * hidden, sum_dy_xhat, g.thread, hidden);
     if constexpr (kBeta) store_partial<VEC, CPT>(a.partial_beta + chunk * hidden, sum_dy, g.thread, hidden);
@@ -860,11 +890,11 @@ __device__ __forceinline__ void wait_for_previous_grid() {
 // MODE: NormGradMode. D and the ring as in the forward.
 template <int VEC, int CPT, int MODE, int D>
 __global__ void __launch_bounds__(kNormMaxBlock, 1)
-    norm_backward_kernel(NormBackwardArgs a, RingLayout layout) {
+    norm_backward_kernel(NormBackwardArgs a, BackwardRings rings) {
   // The finalize may be scheduled now: it waits for this grid before it reads the partials.
   allow_dependent_launch();
   with_gamma_form<kBackwardGammaShared<VEC, D>>(a.weight, a.zero_centered, [&](auto form) {
-    backward_rows<VEC, CPT, MODE, D, decltype(form)::value>(a, layout);
+    backward_rows<VEC, CPT, MODE, D, decltype(form)::value>(a, rings);
   });
 }
 
@@ -932,22 +962,24 @@ RingLayout ring_stage(std::initializer_list<Stream> streams) {
   return r;
 }
 
-// As many stages as fit the shared memory a multiprocessor has for each of the blocks of
-// `kernel` that its registers and threads allow (at most kMaxStages); stages = 0 when fewer
-// than two fit.
-RingLayout with_stages(RingLayout r, const void* kernel, int threads, int device) {
-  if (r.stage_bytes == 0) return r;
-  // The kernels' static shared memory (reduction scratch and the stage barriers) is below
-  // this; the driver reserves 1 KiB more per block.
-  constexpr int kStaticAndReserved = 2 * 1024;
-  static_assert(sizeof(GroupScratch<float4>) + sizeof(GroupScratch<float>) +
-                        kMaxStages * sizeof(uint64_t) + 1024 <= kStaticAndReserved,
-                "the norm kernels' static shared memory grew");
+// The dynamic shared memory a ring may take in each of the blocks of `kernel` that a
+// multiprocessor holds by its registers and threads, less `reserved` bytes. A block's share
+// of the multiprocessor also pays the kernel's static shared memory and the driver's
+// reservation per block: an estimate of those that fell short by a few hundred bytes left one
+// 256-thread backward block a multiprocessor at H = 8192, not two.
+int ring_budget(const void* kernel, int threads, int device, uint32_t reserved) {
   const DeviceInfo info = device_info(device);
   const int blocks = blocks_per_multiprocessor(kernel, threads, 0, device);
-  const int per_block = std::min(info.max_shared_per_block_optin,
-                                 info.shared_per_multiprocessor / blocks) -
-                        kStaticAndReserved - static_cast<int>(r.gamma_bytes);
+  const int share = std::min(info.max_shared_per_block_optin,
+                             info.shared_per_multiprocessor / blocks - info.reserved_shared_per_block);
+  return share - static_shared_bytes(kernel) - static_cast<int>(reserved);
+}
+
+// As many stages as fit the ring's budget (at most kMaxStages); stages = 0 when fewer than two
+// fit.
+RingLayout with_stages(RingLayout r, const void* kernel, int threads, int device) {
+  if (r.stage_bytes == 0) return r;
+  const int per_block = ring_budget(kernel, threads, device, r.gamma_bytes);
   const uint32_t stages = per_block > 0 ? static_cast<uint32_t>(per_block) / r.stage_bytes : 0;
   r.stages = stages >= 2 ? std::min(stages, kMaxStages) : 0;
   return r;
@@ -955,6 +987,27 @@ RingLayout with_stages(RingLayout r, const void* kernel, int threads, int device
 
 size_t ring_bytes(const RingLayout& r) {
   return static_cast<size_t>(r.stages) * r.stage_bytes + r.gamma_bytes;
+}
+
+size_t ring_bytes(const BackwardRings& r) {
+  return ring_bytes(r.late) + static_cast<size_t>(r.early.stages) * r.early.stage_bytes;
+}
+
+// Split rings (BackwardRings) as far ahead as the budget allows: dy `ahead` rows and x
+// `ahead` rows after the one pass 2 still reads, so early takes `ahead` stages and late
+// `ahead` + 1; late.stages = 0 when not even one row ahead fits.
+BackwardRings with_split_stages(RingLayout early, RingLayout late, const void* kernel, int threads,
+                                int device) {
+  BackwardRings r{late, early};
+  r.late.stages = r.early.stages = 0;
+  if (early.stage_bytes == 0 || late.stage_bytes == 0) return r;
+  const int per_block = ring_budget(kernel, threads, device, late.gamma_bytes);
+  const int64_t ahead = (per_block - static_cast<int64_t>(late.stage_bytes)) /
+                        (static_cast<int64_t>(early.stage_bytes) + late.stage_bytes);
+  if (ahead < 1) return r;
+  r.early.stages = static_cast<uint32_t>(std::min<int64_t>(ahead, kMaxStages));
+  r.late.stages = std::min(r.early.stages + 1, kMaxStages);
+  return r;
 }
 
 // Persistent grid: (multiprocessors - sm_margin) x blocks per multiprocessor, at most `units`.
@@ -1036,11 +1089,12 @@ void forward_for(const NormForwardArgs& a, const NormLayout& l, int device, int 
 }
 
 template <int VEC, int CPT, int MODE, int D>
-void backward_with(const NormBackwardArgs& a, const NormLayout& l, const RingLayout& ring,
+void backward_with(const NormBackwardArgs& a, const NormLayout& l, const BackwardRings& ring,
                    int device, int sm_margin, void* stream) {
   const auto kernel = norm_backward_kernel<VEC, CPT, MODE, D>;
   const size_t shared = ring_bytes(ring);
-  if (D != kMixed && ring.stages == 0)
+  const bool split = kBackwardSplitRing<VEC, CPT, MODE, D>;
+  if (D != kMixed && (ring.late.stages == 0 || (split && ring.early.stages == 0)))
     sy::fail(SY_ERR_INTERNAL, "te: norm_backward_kernel streamed without a ring");
   static std::atomic<uint64_t> raised{0};  // this instantiation's
   if (shared != 0) allow_all_shared(reinterpret_cast<const void*>(kernel), device, "norm_backward_kernel", raised);
@@ -1049,15 +1103,24 @@ void backward_with(const NormBackwardArgs& a, const NormLayout& l, const RingLay
   kernel<<<grid, l.threads, shared, stream_of(stream)>>>(a, ring);
 }
 
-// Streams the rows through a ring sized for the kernel of MODE when they can be, else reads
+// The backward's streamed rows: every tensor in one stage, dy alone, the others alone.
+struct BackwardStages {
+  RingLayout all, dy, rest;
+};
+
+// Streams the rows through rings sized for the kernel of MODE when they can be, else reads
 // them directly (kMixed).
 template <int VEC, int CPT, int MODE, int D>
 void backward_streamed_or_not(const NormBackwardArgs& a, const NormLayout& l,
-                              const RingLayout& stage, int device, int sm_margin, void* stream) {
-  const RingLayout ring = with_stages(
-      stage, reinterpret_cast<const void*>(norm_backward_kernel<VEC, CPT, MODE, D>), l.threads, device);
-  if (ring.stages != 0) backward_with<VEC, CPT, MODE, D>(a, l, ring, device, sm_margin, stream);
-  else backward_with<VEC, CPT, MODE, kMixed>(a, l, RingLayout{}, device, sm_margin, stream);
+                              const BackwardStages& stage, int device, int sm_margin, void* stream) {
+  const void* kernel = reinterpret_cast<const void*>(norm_backward_kernel<VEC, CPT, MODE, D>);
+  BackwardRings ring{};
+  if constexpr (kBackwardSplitRing<VEC, CPT, MODE, D>)
+    ring = with_split_stages(stage.dy, stage.rest, kernel, l.threads, device);
+  else
+    ring.late = with_stages(stage.all, kernel, l.threads, device);
+  if (ring.late.stages != 0) backward_with<VEC, CPT, MODE, D>(a, l, ring, device, sm_margin, stream);
+  else backward_with<VEC, CPT, MODE, kMixed>(a, l, BackwardRings{}, device, sm_margin, stream);
 }
 
 // Calls fn(std::integral_constant<int, MODE>) for the NormGradMode of the call.
@@ -1075,20 +1138,24 @@ void backward_for(const NormBackwardArgs& a, const NormLayout& l, int device, in
   const int d = uniform_dtype(a.x_dtype, {a.y_dtype, a.x_or_y_dtype,
                                           a.weight != nullptr ? a.weight_dtype : a.x_dtype});
   const int64_t row = a.hidden * element_bytes(a.x_dtype);
-  RingLayout stage =
-      d != kMixed && a.vector_ok != 0 && a.memory_efficient == 0
-          ? ring_stage({{a.dy, a.dy_row_bytes, row},
-                        {a.x_or_y, a.x_or_y_row_bytes, row},
-                        {a.d_residual_out, a.d_residual_out_row_bytes, row}})
-          : RingLayout{};
-  if (VEC == 8 && stage.stage_bytes != 0 && a.weight != nullptr)
-    stage.gamma_bytes = static_cast<uint32_t>((a.hidden + VEC - 1) / VEC * 16);
+  const Stream dy{a.dy, a.dy_row_bytes, row}, x_or_y{a.x_or_y, a.x_or_y_row_bytes, row},
+      d_residual_out{a.d_residual_out, a.d_residual_out_row_bytes, row};
+  BackwardStages stage;
+  if (d != kMixed && a.vector_ok != 0 && a.memory_efficient == 0) {
+    stage.all = ring_stage({dy, x_or_y, d_residual_out});
+    stage.dy = ring_stage({dy, Stream{}, Stream{}});
+    stage.rest = ring_stage({Stream{}, x_or_y, d_residual_out});
+  }
+  if (VEC == 8 && stage.all.stage_bytes != 0 && a.weight != nullptr) {
+    stage.all.gamma_bytes = static_cast<uint32_t>((a.hidden + VEC - 1) / VEC * 16);
+    stage.rest.gamma_bytes = stage.all.gamma_bytes;
+  }
   with_grad_mode(a, [&](auto mode) {
     constexpr int kMode = decltype(mode)::value;
-    const bool streamed = stage.stage_bytes != 0 && with_streamed_dtype<VEC>(d, [&](auto dtype) {
+    const bool streamed = stage.all.stage_bytes != 0 && with_streamed_dtype<VEC>(d, [&](auto dtype) {
       backward_streamed_or_not<VEC, CPT, kMode, decltype(dtype)::value>(a, l, stage, device, sm_margin, stream);
     });
-    if (!streamed) backward_with<VEC, CPT, kMode, kMixed>(a, l, RingLayout{}, device, sm_margin, stream);
+    if (!streamed) backward_with<VEC, CPT, kMode, kMixed>(a, l, BackwardRings{}, device, sm_margin, stream);
   });
 }
 

@@ -33,13 +33,21 @@ NormPlan norm_plan(const sy_norm_problem& p) {
   // at LayerNorm 8192: forward 0.1697 ms with 128 threads x 64 elements, 0.1605 with 256 x 32
   // (since its Chan merge has known shares; before, 0.194 against 0.233 the other way).
   plan.forward = layout_for(plan.chunks, vec, 32);
-  // LayerNorm with 32 would spill in the fp32 and the general (mixed dtypes, memory-efficient)
-  // kernels, which also keep a dbeta sum per element: 16 there.
+  // The backward: LayerNorm with 32 would spill in the fp32 and the general (mixed dtypes,
+  // memory-efficient) kernels, which also keep a dbeta sum per element: 16 there. Streamed
+  // 16-bit rows take 32 up to 128 threads a row and 16 beyond, where the kernel holds dy·γ_eff
+  // across the reduction (with the dbeta sums too) and streams dy through a ring of its own
+  // (norm_kernels.cu, kBackwardSplitRing). Measured on the H200, bf16 [16384, 8192], 512
+  // threads x 16 against 256 x 32: RMS backward 0.2238 -> 0.2109 ms, LayerNorm 0.2430 ->
+  // 0.2291; at 4096, 256 x 16 and 512 x 8 were slower than 128 x 32 (RMS 0.1225 and 0.1632
+  // against 0.1142).
   const bool same_dtypes = p.y_dtype.code == p.x_dtype.code && p.y_dtype.bits == p.x_dtype.bits &&
                            p.weight_dtype.code == p.x_dtype.code &&
                            p.weight_dtype.bits == p.x_dtype.bits;
-  const bool streamable_layer = vec == 8 && same_dtypes && (p.flags & SY_NORM_MEMORY_EFFICIENT) == 0;
-  plan.backward = layout_for(plan.chunks, vec, p.kind == SY_NORM_LAYER && !streamable_layer ? 16 : 32);
+  const bool streamable16 = vec == 8 && same_dtypes && (p.flags & SY_NORM_MEMORY_EFFICIENT) == 0;
+  const bool narrow = p.kind == SY_NORM_LAYER && !streamable16;
+  const bool wide16 = streamable16 && plan.chunks > 4 * 128;
+  plan.backward = layout_for(plan.chunks, vec, narrow || wide16 ? 16 : 32);
 
   // Fewer chunks for wider backward blocks, which fewer of share a multiprocessor (H200: four
   // of 128 threads, two of 256, one of 512): as many rows on each block's critical path, and

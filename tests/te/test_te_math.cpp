@@ -558,8 +558,9 @@ TEST_CASE("norm plan: every hidden size fits the registers of one block of <= 51
       }
     }
   }
-  // The performance shapes (bf16): 32 elements per thread, forward and backward (16 for the
-  // fp32 LayerNorm backward, whose dbeta sums would not fit the registers).
+  // The performance shapes (bf16): 32 elements per thread, forward and backward, except the
+  // backward of rows wider than 128 threads x 32 (bf16 8192: 512 x 16) and the fp32 LayerNorm
+  // backward, whose dbeta sums would not fit the registers.
   const DLDataType bf16{kDLBfloat, 16, 1};
   const NormPlan rms4096 = norm_plan(norm(16384, 4096, bf16, SY_NORM_RMS));
   const NormPlan ln8192 = norm_plan(norm(16384, 8192, bf16, SY_NORM_LAYER));
@@ -567,8 +568,11 @@ TEST_CASE("norm plan: every hidden size fits the registers of one block of <= 51
   CHECK(rms4096.backward.threads == 128);
   CHECK(ln8192.forward.threads == 256);
   CHECK(ln8192.forward.chunks_per_thread == 4);
-  CHECK(ln8192.backward.threads == 256);
-  CHECK(ln8192.backward.chunks_per_thread == 4);
+  CHECK(ln8192.backward.threads == 512);
+  CHECK(ln8192.backward.chunks_per_thread == 2);
+  const NormPlan rms16384 = norm_plan(norm(16384, 16384, bf16, SY_NORM_RMS));
+  CHECK(rms16384.backward.threads == 512);
+  CHECK(rms16384.backward.chunks_per_thread == 4);
 }
 
 TEST_CASE("norm plan: the dgamma partition depends on rows and hidden only") {
@@ -589,10 +593,10 @@ TEST_CASE("norm plan: the dgamma partition depends on rows and hidden only") {
       CHECK(a.partial_bytes >= a.chunk_count * hidden * 4);
     }
   }
-  // The performance shapes: 512 chunks of 32 rows at 4096 (128-thread backward blocks), 256
-  // of 64 at 8192 (256 threads), 128 of 128 at 16384 (512 threads).
+  // The performance shapes: 512 chunks of 32 rows at 4096 (128-thread backward blocks), 128
+  // of 128 at 8192 and 16384 (512 threads).
   CHECK(norm_plan(norm(16384, 4096, DLDataType{kDLBfloat, 16, 1})).chunk_count == 512);
-  CHECK(norm_plan(norm(16384, 8192, DLDataType{kDLBfloat, 16, 1})).rows_per_chunk == 64);
+  CHECK(norm_plan(norm(16384, 8192, DLDataType{kDLBfloat, 16, 1})).rows_per_chunk == 128);
   CHECK(norm_plan(norm(16384, 16384, DLDataType{kDLBfloat, 16, 1})).chunk_count == 128);
   CHECK(norm_plan(norm(0, 4096, DLDataType{kDLBfloat, 16, 1})).chunk_count == 0);
 }

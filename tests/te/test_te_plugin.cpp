@@ -376,8 +376,8 @@ TEST_CASE("norm workspace: fp32 partials of dgamma (and dbeta) per fixed chunk o
   CHECK(norm_workspace(norm_problem(SY_NORM_LAYER, 16384, 4096)) == 2 * partial);
   CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 16384, 4096)) == partial);
   CHECK(norm_workspace(norm_problem(SY_NORM_L2, 16384, 4096)) == 0);
-  // [16384, 8192] (256 threads): 256 chunks of 64 rows.
-  CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 16384, 8192)) == round_up(256 * 8192 * 4, 256));
+  // [16384, 8192] (512 threads): 128 chunks of 128 rows.
+  CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 16384, 8192)) == round_up(128 * 8192 * 4, 256));
   // Independent of sm_margin (the partition never depends on the grid).
   sy_norm_problem p = norm_problem(SY_NORM_LAYER, 16384, 4096);
   p.sm_margin = 16;
