@@ -97,6 +97,11 @@ class NormCaseList {
       s = all_features(base(k, 3, 4096), wide_needs);
       s.flags &= ~SY_NORM_MEMORY_EFFICIENT;
       add(k, "h4096-all-features", s, wide_needs & ~SY_NORM_FEATURE_MEMORY_EFFICIENT, false);
+      // Wider rows take other kernels on a GPU backend (te: 512 threads of 16 elements at 8192,
+      // dy in a ring of its own): every declared flag there too.
+      s = all_features(base(k, 3, 8192), wide_needs);
+      s.flags &= ~SY_NORM_MEMORY_EFFICIENT;
+      add(k, "h8192-all-features", s, wide_needs & ~SY_NORM_FEATURE_MEMORY_EFFICIENT, false);
       if (k.kind == SY_NORM_LAYER) {
         s = base(k, 3, 4096);
         s.bias = false;
