@@ -1,5 +1,8 @@
 #include "cases.hpp"
 
+#include <algorithm>
+#include <utility>
+
 namespace switchyard::bench {
 namespace {
 
@@ -38,7 +41,7 @@ CaseSpec norm_case(const std::string& name, int64_t rows, int64_t hidden, sy_nor
 
 }  // namespace
 
-std::vector<CaseSpec> all_cases(bool small) {
+std::vector<CaseSpec> all_cases(bool small, const std::vector<int64_t>& norm_hidden) {
   // PERFORMANCE.md's shapes; --small keeps every name with shapes a CPU runs in milliseconds.
   const int64_t ce_rows = small ? 16 : 2048;
   const int64_t vocab_tp1 = small ? 1024 : 131072;
@@ -46,7 +49,7 @@ std::vector<CaseSpec> all_cases(bool small) {
   const int64_t norm_rows = small ? 64 : 16384;
   const int64_t hidden_a = small ? 256 : 4096;
   const int64_t hidden_b = small ? 512 : 8192;
-  return {
+  std::vector<CaseSpec> cases{
       ce_case("ce_tp1_per_token", ce_rows, vocab_tp1, 1, CePath::PerToken),
       ce_case("ce_tp1_grad_in_forward", ce_rows, vocab_tp1, 1, CePath::GradInForward),
       ce_case("ce_tp2_per_token", ce_rows, vocab_tp2, 2, CePath::PerToken),
@@ -56,6 +59,15 @@ std::vector<CaseSpec> all_cases(bool small) {
       norm_case("layernorm_4096", norm_rows, hidden_a, SY_NORM_LAYER),
       norm_case("layernorm_8192", norm_rows, hidden_b, SY_NORM_LAYER),
   };
+  for (const int64_t hidden : norm_hidden)
+    for (const auto& [prefix, kind] : {std::pair<const char*, sy_norm_kind>{"rmsnorm_", SY_NORM_RMS},
+                                       {"layernorm_", SY_NORM_LAYER}}) {
+      const std::string name = prefix + std::to_string(hidden);
+      const bool known = std::any_of(cases.begin(), cases.end(),
+                                     [&](const CaseSpec& c) { return c.name == name; });
+      if (!known) cases.push_back(norm_case(name, norm_rows, hidden, kind));
+    }
+  return cases;
 }
 
 const char* family_key(CaseFamily family) {

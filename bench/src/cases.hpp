@@ -27,8 +27,10 @@ struct CaseSpec {
   std::string summary;
 };
 
-// Every case, in run order. `small` keeps the names and semantics with tiny shapes.
-std::vector<CaseSpec> all_cases(bool small);
+// Every case, in run order: PERFORMANCE.md's, then rmsnorm_H and layernorm_H for each of
+// `norm_hidden` not already among them. `small` keeps the names and semantics with tiny shapes
+// (fewer rows; the extra cases keep their hidden size).
+std::vector<CaseSpec> all_cases(bool small, const std::vector<int64_t>& norm_hidden = {});
 
 const char* family_key(CaseFamily family);  // "ce" | "norm"
 const char* path_key(const CaseSpec& spec);  // "per_token" | "grad_in_forward" | "fwd_bwd"

@@ -27,7 +27,7 @@ namespace switchyard::bench {
 namespace {
 
 std::vector<CaseSpec> select_cases(const BenchOptions& o) {
-  const auto all = all_cases(o.small);
+  const auto all = all_cases(o.small, o.norm_hidden);
   std::set<std::string> known;
   for (const auto& c : all) known.insert(c.name);
   for (const auto& name : o.cases)

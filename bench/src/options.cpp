@@ -23,6 +23,22 @@ std::vector<std::string> split_list(const std::vector<std::string>& values) {
   return out;
 }
 
+// One --norm-hidden value: a whole number of columns in [1, 1048576].
+int64_t parse_hidden(const std::string& text) {
+  constexpr int64_t kMax = int64_t{1} << 20;
+  size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || value < 1 || value > kMax)
+    throw BenchError("--norm-hidden '" + text + "' is not a hidden size; expected whole numbers in [1, " +
+                     std::to_string(kMax) + "], comma-separated");
+  return value;
+}
+
 #ifdef SWITCHYARD_BENCH_HAVE_CUDA
 constexpr const char* kDefaultDevice = "cuda";
 #else
@@ -44,6 +60,9 @@ po::options_description describe() {
       ("cases", po::value<std::vector<std::string>>()->composing(),
        "case names, comma-separated (see --list-cases; default: all of --family)")
       ("small", "tiny shapes with the same case names (CPU smoke test)")
+      ("norm-hidden", po::value<std::vector<std::string>>()->composing(),
+       "extra norm cases rmsnorm_H and layernorm_H (16384 rows, 64 with --small) for each hidden "
+       "size H, comma-separated (e.g. 5120,6144)")
       ("json", po::value<std::string>(), "also write the results as JSON to this file ('-': stdout, "
        "and the table goes to stderr)")
       ("list-cases", "print the cases and their floors, then exit (as JSON with --json -)")
@@ -100,6 +119,9 @@ BenchOptions parse_options(int argc, char** argv) {
   o.quiet = vm.count("quiet") > 0;
   if (vm.count("backends")) o.backends = split_list(vm["backends"].as<std::vector<std::string>>());
   if (vm.count("cases")) o.cases = split_list(vm["cases"].as<std::vector<std::string>>());
+  if (vm.count("norm-hidden"))
+    for (const std::string& item : split_list(vm["norm-hidden"].as<std::vector<std::string>>()))
+      o.norm_hidden.push_back(parse_hidden(item));
   if (vm.count("plugin-path")) o.plugin_path = vm["plugin-path"].as<std::vector<std::string>>();
   if (vm.count("json")) o.json_path = vm["json"].as<std::string>();
 

@@ -20,6 +20,7 @@ struct BenchOptions {
   int warmup = 5;
   std::vector<std::string> cases;  // empty: every case of the selected families
   bool small = false;
+  std::vector<int64_t> norm_hidden;  // extra norm cases: rmsnorm_H and layernorm_H for each H
   std::string json_path;  // "" none, "-" stdout
   bool list_cases = false;
   bool help = false;

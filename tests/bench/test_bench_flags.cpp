@@ -25,6 +25,8 @@ TEST_CASE("bad flags exit 1 with a message that names the flag and what it accep
       {{"--grad-buffer", "both"}, "--grad-buffer 'both' is not supported; expected inplace or separate"},
       {{"--hold-kind", "sideways"}, "--hold-kind 'sideways' is not supported; expected gpu or host"},
       {{"--dtype", "int8"}, "--dtype 'int8' is not a data dtype; expected bf16, f16 or f32"},
+      {{"--norm-hidden", "5120,0"}, "--norm-hidden '0' is not a hidden size; expected whole numbers in [1, 1048576]"},
+      {{"--norm-hidden", "4k"}, "--norm-hidden '4k' is not a hidden size"},
       {{"--no-such-flag"}, "see switchyard-bench --help"},
   };
   for (const auto& c : cases) {
@@ -52,6 +54,28 @@ TEST_CASE("fewer than 20 reps runs, with a warning, and records the count") {
   CHECK(doc["results"][0]["time_ms"]["samples"].items.size() == 3);
 }
 
+TEST_CASE("--norm-hidden adds rmsnorm_H and layernorm_H, which run like the others") {
+  const RunResult list = run_bench({"--list-cases", "--small", "--norm-hidden", "96,4096"});
+  REQUIRE(list.exit_code == 0);
+  CHECK(contains(list.out, "rmsnorm_96"));
+  CHECK(contains(list.out, "layernorm_96"));
+  CHECK(contains(list.out, "[64, 96]"));
+  // 4096 is one of PERFORMANCE.md's cases already: listed once.
+  const std::string::size_type first = list.out.find("rmsnorm_4096");
+  REQUIRE(first != std::string::npos);
+  CHECK(list.out.find("rmsnorm_4096", first + 1) == std::string::npos);
+
+  ScratchDir dir;
+  const RunResult run = run_bench({"--device", "cpu", "--small", "--family", "norm", "--norm-hidden",
+                                   "96", "--cases", "layernorm_96", "--backends", "native",
+                                   "--json", dir / "bench.json", "--quiet"});
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const JsonValue doc = read_json(dir / "bench.json");
+  REQUIRE(doc["results"].items.size() == 1);
+  CHECK(doc["results"][0]["case"].text == "layernorm_96");
+}
+
 TEST_CASE("--list-cases prints every case with its floor, --help the flags") {
   const RunResult list = run_bench({"--list-cases", "--small"});
   REQUIRE(list.exit_code == 0);
@@ -63,7 +87,7 @@ TEST_CASE("--list-cases prints every case with its floor, --help the flags") {
   const RunResult help = run_bench({"--help"});
   REQUIRE(help.exit_code == 0);
   for (const char* flag : {"--backends", "--family", "--device", "--reps", "--warmup", "--cases",
-                           "--small", "--json", "--list-cases"})
+                           "--small", "--json", "--list-cases", "--norm-hidden"})
     CHECK(contains(help.out, flag));
 }
 
