@@ -35,26 +35,35 @@ NormPlan norm_plan(const sy_norm_problem& p) {
   plan.forward = layout_for(plan.chunks, vec, 32);
   // The backward: LayerNorm with 32 would spill in the fp32 and the general (mixed dtypes,
   // memory-efficient) kernels, which also keep a dbeta sum per element: 16 there. Streamed
-  // 16-bit rows take 32 up to 128 threads a row and 16 beyond, where the kernel holds dy·γ_eff
-  // across the reduction (with the dbeta sums too) and streams dy through a ring of its own
-  // (norm_kernels.cu, kBackwardSplitRing). Measured on the H200, bf16 [16384, 8192], 512
-  // threads x 16 against 256 x 32: RMS backward 0.2238 -> 0.2109 ms, LayerNorm 0.2430 ->
-  // 0.2291; at 4096, 256 x 16 and 512 x 8 were slower than 128 x 32 (RMS 0.1225 and 0.1632
-  // against 0.1142).
+  // 16-bit rows take 16 where that makes a block of 512 threads (hidden in (7680, 8192]), whose
+  // kernel holds dy·γ_eff across the reduction (with the dbeta sums too) and streams dy through
+  // a ring of its own (norm_kernels.cu, kBackwardSplitRing), and 32 elsewhere. Measured on the
+  // H200, bf16 [16384, 8192], 512 threads x 16 against 256 x 32: RMS backward 0.2238 ->
+  // 0.2109 ms, LayerNorm 0.2430 -> 0.2291. 16 elements at other widths, with blocks of 256 to
+  // 448 threads, were slower: 4096 (256 x 16) 0.1225 against 0.1142, 5120 0.2185 against
+  // 0.1865, 7168 0.3424 against 0.2608 (RMS).
   const bool same_dtypes = p.y_dtype.code == p.x_dtype.code && p.y_dtype.bits == p.x_dtype.bits &&
                            p.weight_dtype.code == p.x_dtype.code &&
                            p.weight_dtype.bits == p.x_dtype.bits;
   const bool streamable16 = vec == 8 && same_dtypes && (p.flags & SY_NORM_MEMORY_EFFICIENT) == 0;
   const bool narrow = p.kind == SY_NORM_LAYER && !streamable16;
-  const bool wide16 = streamable16 && plan.chunks > 4 * 128;
+  const bool wide16 = streamable16 && plan.chunks <= 2 * kNormMaxBlock &&
+                      layout_for(plan.chunks, vec, 16).threads == kNormMaxBlock;
   plan.backward = layout_for(plan.chunks, vec, narrow || wide16 ? 16 : 32);
 
-  // Fewer chunks for wider backward blocks, which fewer of share a multiprocessor (H200: four
-  // of 128 threads, two of 256, one of 512): as many rows on each block's critical path, and
-  // fewer partials to write and sum (LayerNorm 8192, dgamma and dbeta: 8 MiB each way at
-  // 512 threads, 32 at 128).
+  // Fewer chunks for wider backward blocks, which fewer of share a multiprocessor: as many rows
+  // on each block's critical path, and fewer partials to write and sum (LayerNorm 8192, dgamma
+  // and dbeta: 8 MiB each way at 512 threads, 32 at 128). Never more chunks than an H200 holds
+  // blocks (kNormPlanMultiprocessors x the blocks its 64 Ki registers fit at the backward's 128
+  // a thread): a block that takes a second chunk makes every other wait for it. 512 x 128 /
+  // threads alone gave 409 chunks to 396 blocks of 160 threads at H = 5120, 341 to 264 at 6144,
+  // 292 to 264 at 7168; capped, the RMS backward went 0.1865 -> 0.1446 ms, 0.2038 -> 0.1710,
+  // 0.2610 -> 0.1933 (LayerNorm 0.2064 -> 0.1625, 0.2323 -> 0.1752, 0.2922 -> 0.2049).
+  const int64_t resident =
+      std::max<int64_t>(1, int64_t{65536} / (int64_t{plan.backward.threads} * 128));
   const int64_t max_chunks =
-      std::min<int64_t>(kNormMaxRowChunks, kNormMaxRowChunks * 128 / plan.backward.threads);
+      std::min({kNormMaxRowChunks, kNormMaxRowChunks * 128 / plan.backward.threads,
+                kNormPlanMultiprocessors * resident});
   plan.rows_per_chunk = std::max<int64_t>(1, ceil_div(p.rows, max_chunks));
   plan.chunk_count = ceil_div(p.rows, plan.rows_per_chunk);
   plan.parameters = p.kind == SY_NORM_LAYER ? 2 : p.kind == SY_NORM_RMS ? 1 : 0;

@@ -38,8 +38,12 @@ struct NormPlan {
 
 // The dgamma/dbeta partition: at most kNormMaxRowChunks chunks (for 128-thread backward blocks,
 // scaled down for wider ones): about one per backward block an H200 holds at once, so that every
-// block has work; the partials stay <= 32 MiB.
+// block has work and none takes two; the partials stay <= 32 MiB.
 constexpr int64_t kNormMaxRowChunks = 512;
+// The multiprocessors the partition is sized for (an H200's, an H100 SXM's). A constant, not
+// the device's count, so that dgamma's bits are the same on every GPU; on a GPU with fewer,
+// some blocks take two chunks (slower, same bits).
+constexpr int64_t kNormPlanMultiprocessors = 132;
 
 // The problem must have passed validate_norm_problem (hidden <= kNormMaxHidden).
 NormPlan norm_plan(const sy_norm_problem& problem);
