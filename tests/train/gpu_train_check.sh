@@ -159,8 +159,13 @@ fi
 
 check_case corpus --steps 150 --log-every 25 ${corpus_args[@]+"${corpus_args[@]}"}
 check_case synthetic-32001 --vocab 32001 --batch 256 --steps 100 --log-every 20
-check_case layernorm-sgd --normalization LayerNorm --optimizer sgd --steps 150 --log-every 25 \
-  ${corpus_args[@]+"${corpus_args[@]}"}
+# LayerNorm with SGD on synthetic tokens, at lr 0.5: SGD's default lr 1.0 with LayerNorm runs
+# through a chaotic stretch that amplifies rounding (on the CPU alone, --tp 2 differs from --tp 1
+# by 1.3e-3 at step 75 on the documentation corpus of 2026-11-30), so CUDA cannot be held to the
+# CPU within 1e-4 there; at 0.5 --tp 2 and 4 stay within 3e-7 of --tp 1 on the CPU. Synthetic
+# data, so that edits to the documentation cannot change the run.
+check_case layernorm-sgd --vocab 512 --normalization LayerNorm --optimizer sgd --lr 0.5 \
+  --steps 150 --log-every 25
 
 # Failures must be reported, never hung on.
 if (( gpus >= 2 )); then

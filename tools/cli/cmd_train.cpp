@@ -389,7 +389,8 @@ int cmd_train(const Args& args) {
                  "--vocab N synthetic tokens with a learnable successor. With --tp N the\n"
                  "projection is split by vocabulary over N ranks: threads of this process on the\n"
                  "CPU; with --device cuda one process per GPU (cuda:0..cuda:N-1), joined by NCCL\n"
-                 "(libswitchyard-nccl is loaded at run time). The losses match --tp 1.\n\n"
+                 "(libswitchyard-nccl is loaded at run time). The losses match --tp 1 up to\n"
+                 "rounding, which a chaotic run amplifies (SGD at lr 1.0 with LayerNorm).\n\n"
                  "example: switchyard train --tp 4 --norm native --normalization LayerNorm\n"
                  "         switchyard train --device cuda --tp 2 --json\n\n";
     print_command_help(std::cout, "train", "[options]", own);
