@@ -90,6 +90,9 @@ class NormCaseList {
       // of 4 chunks at 16 bits, the last 15 hold 3): per-thread statistics must skip the chunks
       // past the row. Its third row has the large mean that makes a mistake there visible.
       add(k, "h5000", base(k, 3, 5000), 0, false);
+      // The same at a width where te's backward takes 512 threads of 16 elements (dy in a ring
+      // of its own): 8000 = 1000 chunks, so the last 24 threads hold one chunk, not two.
+      add(k, "h8000", base(k, 3, 8000), 0, false);
       // Rows wide and aligned enough for a GPU backend's fast path (te streams them through
       // shared memory from 8 16-bit elements on) with every declared request flag, since the
       // other variants' rows (127) take the general path there. Memory-efficient has its own.
