@@ -1,7 +1,8 @@
 // How te runs one normalization problem: the register layouts of a row (one row per block at
 // a time), the fixed partition of rows into chunks for the two-stage dgamma/dbeta, and the
-// workspace. A pure function of (kind, rows, hidden, x dtype): never of sm_margin, the grid
-// or the device, so results are the same whatever the grid (DESIGN §3.9).
+// workspace. A pure function of the problem's kind, rows, hidden, dtypes and memory-efficient
+// flag: never of sm_margin, the grid or the device, so results are the same whatever the grid
+// (DESIGN §3.9).
 #ifndef SWITCHYARD_TE_NORM_PLAN_HPP
 #define SWITCHYARD_TE_NORM_PLAN_HPP
 
