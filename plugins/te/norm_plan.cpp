@@ -59,11 +59,9 @@ NormPlan norm_plan(const sy_norm_problem& p) {
   // threads alone gave 409 chunks to 396 blocks of 160 threads at H = 5120, 341 to 264 at 6144,
   // 292 to 264 at 7168; capped, the RMS backward went 0.1865 -> 0.1446 ms, 0.2038 -> 0.1710,
   // 0.2610 -> 0.1933 (LayerNorm 0.2064 -> 0.1625, 0.2323 -> 0.1752, 0.2922 -> 0.2049).
-  const int64_t resident =
-      std::max<int64_t>(1, int64_t{65536} / (int64_t{plan.backward.threads} * 128));
   const int64_t max_chunks =
       std::min({kNormMaxRowChunks, kNormMaxRowChunks * 128 / plan.backward.threads,
-                kNormPlanMultiprocessors * resident});
+                kNormPlanMultiprocessors * norm_plan_resident_blocks(plan.backward.threads)});
   plan.rows_per_chunk = std::max<int64_t>(1, ceil_div(p.rows, max_chunks));
   plan.chunk_count = ceil_div(p.rows, plan.rows_per_chunk);
   plan.parameters = p.kind == SY_NORM_LAYER ? 2 : p.kind == SY_NORM_RMS ? 1 : 0;

@@ -45,6 +45,16 @@ constexpr int64_t kNormMaxRowChunks = 512;
 // the device's count, so that dgamma's bits are the same on every GPU; on a GPU with fewer,
 // some blocks take two chunks (slower, same bits).
 constexpr int64_t kNormPlanMultiprocessors = 132;
+// What the partition assumes of each of them: 64 Ki registers, and the backward's 128 registers
+// a thread (its __launch_bounds__(kNormMaxBlock, 1) cap, which its 16-bit kernels reach).
+constexpr int64_t kNormPlanRegistersPerMultiprocessor = 65536;
+constexpr int64_t kNormPlanBackwardRegisters = 128;
+
+// Backward blocks of `threads` threads that one such multiprocessor holds (at least 1).
+constexpr int64_t norm_plan_resident_blocks(int threads) {
+  const int64_t blocks = kNormPlanRegistersPerMultiprocessor / (threads * kNormPlanBackwardRegisters);
+  return blocks > 1 ? blocks : 1;
+}
 
 // The problem must have passed validate_norm_problem (hidden <= kNormMaxHidden).
 NormPlan norm_plan(const sy_norm_problem& problem);

@@ -607,6 +607,7 @@ TEST_CASE("norm plan: no more dgamma chunks than an H200 holds backward blocks")
   for (DLDataType dtype : {DLDataType{kDLBfloat, 16, 1}, DLDataType{kDLFloat, 32, 1}}) {
     for (int64_t hidden = 256; hidden <= kNormMaxHidden; hidden += 256) {
       const NormPlan plan = norm_plan(norm(16384, hidden, dtype, SY_NORM_RMS));
+      // 64 Ki registers at 128 a thread, spelled out rather than through the plan's own helper.
       const int64_t blocks = kNormPlanMultiprocessors *
                              std::max<int64_t>(1, 65536 / (int64_t{plan.backward.threads} * 128));
       INFO("hidden " << hidden << " bits " << int(dtype.bits) << " threads " << plan.backward.threads);
