@@ -170,7 +170,9 @@ struct RingLayout {
   uint32_t stage_bytes = 0;
   uint32_t offset[kMaxStreams] = {};  // tensor k's row within a stage, 128-byte aligned
   uint32_t bytes[kMaxStreams] = {};   // one row of tensor k; 0: tensor k is not streamed
-  uint32_t gamma_bytes = 0;           // after the stages: the block's copy of gamma (backward)
+  // After the stages: the block's copy of one parameter as raw bits of x's dtype, chunk i at
+  // chunk i (16 bytes each): gamma in the backward, beta in the LayerNorm forward; 0: none.
+  uint32_t parameter_bytes = 0;
 };
 
 // The backward's rings. A streamed row that keeps dy·γ_eff in registers (kBackwardSplitRing)
@@ -179,7 +181,7 @@ struct RingLayout {
 // (`late`), refilled after the next row's. bf16 [16384, 8192], 512 threads, one block a
 // multiprocessor: dy and x 6 rows ahead in the memory that held both 5 ahead in one ring,
 // backward 0.2290 -> 0.2108 ms. Otherwise early.stages = 0 and `late` holds every streamed
-// tensor. Shared memory: late's stages, early's, then gamma (late.gamma_bytes).
+// tensor. Shared memory: late's stages, early's, then gamma (late.parameter_bytes).
 struct BackwardRings {
   RingLayout late;
   RingLayout early;
@@ -391,6 +393,16 @@ __device__ __forceinline__ void gamma_of(const RawChunk& raw, bool bf16, float (
 template <int CPT, int D>
 constexpr bool kForwardGammaInRegisters = D != kMixed && CPT < 8;
 
+// Streamed 16-bit LayerNorm rows read beta from the block's copy in shared memory
+// (RingLayout::parameter_bytes; the host streams such rows only when bias has x's dtype or is
+// absent). Read from global memory every row, its loads held a fifth of the stall samples of
+// the LayerNorm 8192 forward (Nsight Compute). Same lease, forward: 8192 0.1619 -> 0.1557 ms
+// (three ring stages, not four), 4096 0.0850 -> 0.0828 (two, not three), 16384 0.3946 ->
+// 0.3133. The copy and its index cost 24 bytes of spills at 32 elements a thread (72
+// registers), loaded a few times a row.
+template <int VEC, int D, bool LAYER>
+constexpr bool kForwardBetaShared = D != kMixed && VEC == 8 && LAYER;
+
 // The forward's rows. LAYER: LayerNorm (Chan's merge, y from h − mean), else RMS/L2 (the sum
 // of squares; y from h, which is (h − 0) exactly). G: the GammaForm. Rows stream through the
 // ring exactly when the dtypes are known (D != kMixed): the host picks that instantiation only
@@ -424,6 +436,20 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
     for (int c = 0; c < CPT; ++c) {
       const int64_t col0 = first_column(g.thread, c) * VEC;
       load_raw<VEC>(gamma_raw[c], a.weight, col0, chunk_valid<VEC, true>(col0, hidden), true);
+    }
+  }
+  // Beta, as raw bits, after the ring's stages: each thread stores its own chunks once and
+  // reads them back every row (no barrier).
+  constexpr bool kBetaShared = kForwardBetaShared<VEC, D, LAYER>;
+  auto beta_shared_at = [&](int chunk) -> RawChunk& {
+    return reinterpret_cast<RawChunk*>(ring_memory + layout.stages * layout.stage_bytes)[chunk];
+  };
+  const bool with_beta = LAYER && a.bias != nullptr;
+  if (kBetaShared && with_beta) {
+#pragma unroll
+    for (int c = 0; c < CPT; ++c) {
+      const int64_t col0 = first_column(g.thread, c) * VEC;
+      if (col0 < hidden) load_raw<VEC>(beta_shared_at(g.thread + c * g.threads), a.bias, col0, VEC, true);
     }
   }
   int parity = 0;
@@ -541,7 +567,11 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
       } else {
         if constexpr (kGammaInRegisters) gamma_of<G, VEC>(gamma_raw[c], bf16, gamma);
         else gamma_of<G, D, VEC>(a.weight, a.weight_dtype, col0, valid, vector, gamma);
-        if (LAYER && a.bias != nullptr) {
+        if (kBetaShared && with_beta) {
+          // 32-bit index: a 64-bit one costs this instantiation registers it does not have.
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) beta[e] = raw_get<VEC>(beta_shared_at(g.thread + c * g.threads), e, bf16);
+        } else if (!kBetaShared && with_beta) {
           load_as<D, VEC>(a.weight_dtype, a.bias, col0, valid, vector, 0.0f, beta);
         } else {
 #pragma unroll
@@ -704,7 +734,7 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const B
   if constexpr (kSplit) early.start(early_next, early_filled, src);
 
   // Streamed: this thread's chunks c < live are in the row (the same in every row). Gamma, as
-  // raw bits of x's dtype, sits in shared memory after the ring's stages (layout.gamma_bytes),
+  // raw bits of x's dtype, sits in shared memory after the ring's stages (parameter_bytes),
   // chunk i at gamma_shared[i]: each thread stores its own chunks once and reads them back
   // every row, so no barrier, no registers held for the kernel and gamma's form fixed per
   // launch. Against gamma in registers where they allowed it (not with the dbeta sums, which
@@ -962,6 +992,12 @@ RingLayout ring_stage(std::initializer_list<Stream> streams) {
   return r;
 }
 
+// A block's copy of a parameter row of `hidden` elements, VEC to a 16-byte chunk
+// (RingLayout::parameter_bytes).
+uint32_t parameter_copy_bytes(int64_t hidden, int vec) {
+  return static_cast<uint32_t>((hidden + vec - 1) / vec * 16);
+}
+
 // The dynamic shared memory a ring may take in each of the blocks of `kernel` that a
 // multiprocessor holds by its registers and threads, less `reserved` bytes. A block's share
 // of the multiprocessor also pays the kernel's static shared memory and the driver's
@@ -979,14 +1015,14 @@ int ring_budget(const void* kernel, int threads, int device, uint32_t reserved) 
 // fit.
 RingLayout with_stages(RingLayout r, const void* kernel, int threads, int device) {
   if (r.stage_bytes == 0) return r;
-  const int per_block = ring_budget(kernel, threads, device, r.gamma_bytes);
+  const int per_block = ring_budget(kernel, threads, device, r.parameter_bytes);
   const uint32_t stages = per_block > 0 ? static_cast<uint32_t>(per_block) / r.stage_bytes : 0;
   r.stages = stages >= 2 ? std::min(stages, kMaxStages) : 0;
   return r;
 }
 
 size_t ring_bytes(const RingLayout& r) {
-  return static_cast<size_t>(r.stages) * r.stage_bytes + r.gamma_bytes;
+  return static_cast<size_t>(r.stages) * r.stage_bytes + r.parameter_bytes;
 }
 
 size_t ring_bytes(const BackwardRings& r) {
@@ -1001,7 +1037,7 @@ BackwardRings with_split_stages(RingLayout early, RingLayout late, const void* k
   BackwardRings r{late, early};
   r.late.stages = r.early.stages = 0;
   if (early.stage_bytes == 0 || late.stage_bytes == 0) return r;
-  const int per_block = ring_budget(kernel, threads, device, late.gamma_bytes);
+  const int per_block = ring_budget(kernel, threads, device, late.parameter_bytes);
   const int64_t ahead = (per_block - static_cast<int64_t>(late.stage_bytes)) /
                         (static_cast<int64_t>(early.stage_bytes) + late.stage_bytes);
   if (ahead < 1) return r;
@@ -1077,11 +1113,15 @@ template <int VEC, int CPT, bool LAYER>
 void forward_for(const NormForwardArgs& a, const NormLayout& l, int device, int sm_margin,
                  void* stream) {
   const int64_t x_bytes = a.hidden * element_bytes(a.x_dtype);
-  const int d = uniform_dtype(a.x_dtype, {a.y_dtype, a.weight != nullptr ? a.weight_dtype : a.x_dtype});
-  const RingLayout stage =
+  // Beta has the weight's dtype; the streamed kernels take it as raw bits of x's.
+  const bool parameters = a.weight != nullptr || (LAYER && a.bias != nullptr);
+  const int d = uniform_dtype(a.x_dtype, {a.y_dtype, parameters ? a.weight_dtype : a.x_dtype});
+  RingLayout stage =
       d != kMixed && a.vector_ok != 0
           ? ring_stage({{a.x, a.x_row_bytes, x_bytes}, {a.residual, a.residual_row_bytes, x_bytes}})
           : RingLayout{};
+  if (VEC == 8 && LAYER && a.bias != nullptr && stage.stage_bytes != 0)
+    stage.parameter_bytes = parameter_copy_bytes(a.hidden, VEC);
   const bool streamed = stage.stage_bytes != 0 && with_streamed_dtype<VEC>(d, [&](auto dtype) {
     forward_streamed_or_not<VEC, CPT, decltype(dtype)::value, LAYER>(a, l, stage, device, sm_margin, stream);
   });
@@ -1147,8 +1187,8 @@ void backward_for(const NormBackwardArgs& a, const NormLayout& l, int device, in
     stage.rest = ring_stage({Stream{}, x_or_y, d_residual_out});
   }
   if (VEC == 8 && stage.all.stage_bytes != 0 && a.weight != nullptr) {
-    stage.all.gamma_bytes = static_cast<uint32_t>((a.hidden + VEC - 1) / VEC * 16);
-    stage.rest.gamma_bytes = stage.all.gamma_bytes;
+    stage.all.parameter_bytes = parameter_copy_bytes(a.hidden, VEC);
+    stage.rest.parameter_bytes = stage.all.parameter_bytes;
   }
   with_grad_mode(a, [&](auto mode) {
     constexpr int kMode = decltype(mode)::value;
