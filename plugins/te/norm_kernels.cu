@@ -398,10 +398,20 @@ constexpr bool kForwardGammaInRegisters = D != kMixed && CPT < 8;
 // absent). Read from global memory every row, its loads held a fifth of the stall samples of
 // the LayerNorm 8192 forward (Nsight Compute). Same lease, forward: 8192 0.1619 -> 0.1557 ms
 // (three ring stages, not four), 4096 0.0850 -> 0.0828 (two, not three), 16384 0.3946 ->
-// 0.3133. The copy and its index cost 24 bytes of spills at 32 elements a thread (72
-// registers), loaded a few times a row.
+// 0.3133.
 template <int VEC, int D, bool LAYER>
 constexpr bool kForwardBetaShared = D != kMixed && VEC == 8 && LAYER;
+
+// Streamed 16-bit LayerNorm rows are converted to floats once, after the row is read, instead of
+// from the raw bits in each of the three passes over them (the sum, M2, y): two instructions an
+// element fewer in a forward that Nsight Compute finds issue-bound (LayerNorm 8192: issue slots
+// 76 % busy). The floats take 94 registers, which leaves two 256-thread blocks a multiprocessor
+// at H = 8192 (three before) and five of 128 at 4096 (seven): same lease, forward 0.1561 ->
+// 0.1503 ms at 8192, 0.0829 -> 0.0822 at 4096, 0.3116 -> 0.3063 at 16384. RMS rows, whose
+// forward is not issue-bound, measured the same with floats (80 registers) and keep raw bits.
+// Up to 32 elements a thread, which every 16-bit row up to the widest (16384) has.
+template <int VEC, int CPT, int D, bool LAYER>
+constexpr bool kForwardFloatRow = D != kMixed && VEC == 8 && CPT <= 4 && LAYER;
 
 // The forward's rows. LAYER: LayerNorm (Chan's merge, y from h − mean), else RMS/L2 (the sum
 // of squares; y from h, which is (h − 0) exactly). G: the GammaForm. Rows stream through the
@@ -496,6 +506,18 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
       }
     }
 
+    // The row as floats (kForwardFloatRow), else converted from h where used.
+    constexpr bool kFloatRow = kForwardFloatRow<VEC, CPT, D, LAYER>;
+    float h_float[kFloatRow ? CPT : 1][VEC];
+    if constexpr (kFloatRow)
+#pragma unroll
+      for (int c = 0; c < CPT; ++c)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) h_float[c][e] = raw_get<VEC>(h[c], e, bf16);
+    auto h_at = [&](int c, int e) -> float {
+      if constexpr (kFloatRow) return h_float[c][e];
+      else return raw_get<VEC>(h[c], e, bf16);
+    };
     float mean = 0.0f;
     float rstd;
     if constexpr (LAYER) {
@@ -506,7 +528,7 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
         const int valid = chunk_valid<VEC, STREAMED>(first_column(g.thread, c) * VEC, hidden);
         count += static_cast<float>(valid);
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) sum += raw_get<VEC>(h[c], e, bf16);  // padding is 0
+        for (int e = 0; e < VEC; ++e) sum += h_at(c, e);  // padding is 0
       }
       // Equal counts: the same division by a compile-time count (a power of two: a multiply).
       constexpr float kCount = CPT * VEC;
@@ -522,7 +544,7 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
         if (STREAMED && valid == 0) continue;
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-          const float d = raw_get<VEC>(h[c], e, bf16) - local_mean;
+          const float d = h_at(c, e) - local_mean;
           m2 += STREAMED || e < valid ? d * d : 0.0f;
         }
       }
@@ -542,7 +564,7 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
       for (int c = 0; c < CPT; ++c)
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-          const float v = raw_get<VEC>(h[c], e, bf16);
+          const float v = h_at(c, e);
           squares += v * v;
         }
       const float merged = group_reduce(squares, g, sum_scratch, parity, SumMerge{});
@@ -568,7 +590,7 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
         if constexpr (kGammaInRegisters) gamma_of<G, VEC>(gamma_raw[c], bf16, gamma);
         else gamma_of<G, D, VEC>(a.weight, a.weight_dtype, col0, valid, vector, gamma);
         if (kBetaShared && with_beta) {
-          // 32-bit index: a 64-bit one costs this instantiation registers it does not have.
+          // A 32-bit index: fewer registers than first_column's 64-bit one.
 #pragma unroll
           for (int e = 0; e < VEC; ++e) beta[e] = raw_get<VEC>(beta_shared_at(g.thread + c * g.threads), e, bf16);
         } else if (!kBetaShared && with_beta) {
@@ -581,7 +603,7 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
 #pragma unroll
       for (int e = 0; e < VEC; ++e) {
         // RMS/L2: y = h·rstd·γ, with no beta to add.
-        const float v = raw_get<VEC>(h[c], e, bf16);
+        const float v = h_at(c, e);
         y[e] = LAYER ? (v - mean) * rstd * gamma[e] + beta[e] : v * rstd * gamma[e];
       }
       store_as<D, VEC>(a.y_dtype, y_row, col0, valid, vector, y);
@@ -595,14 +617,16 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
 
 // Streamed: at most 72 registers a thread at up to 32 elements (seven of the plan's 128-thread
 // blocks share a multiprocessor at H = 4096: measured LayerNorm 4096 forward 0.0896 -> 0.0855
-// ms against 80 registers and six blocks; RMS unchanged), 96 at 64 (which spill at 72; five
-// blocks at LayerNorm 8192, not four as at the 107 registers it takes without a cap: 0.194 ->
-// 0.236 ms). Otherwise 128, what one block of kNormMaxBlock threads can have.
-template <int CPT, int D>
-constexpr int kForwardMaxRegisters = D != kMixed ? (CPT <= 4 ? 72 : 96) : 128;
+// ms against 80 registers and six blocks, when its rows were raw bits; RMS unchanged), 96 at
+// 64 (which spill at 72; five blocks at LayerNorm 8192, not four as at the 107 registers it
+// takes without a cap: 0.194 -> 0.236 ms), and 96 for rows held as floats (kForwardFloatRow).
+// Otherwise 128, what one block of kNormMaxBlock threads can have.
+template <int VEC, int CPT, int D, bool LAYER>
+constexpr int kForwardMaxRegisters =
+    D == kMixed ? 128 : kForwardFloatRow<VEC, CPT, D, LAYER> || CPT > 4 ? 96 : 72;
 
 template <int VEC, int CPT, int D, bool LAYER>
-__global__ void __maxnreg__((kForwardMaxRegisters<CPT, D>))
+__global__ void __maxnreg__((kForwardMaxRegisters<VEC, CPT, D, LAYER>))
     norm_forward_kernel(NormForwardArgs a, RingLayout layout) {
   with_gamma_form<D != kMixed>(a.weight, a.zero_centered, [&](auto form) {
     forward_rows<VEC, CPT, D, LAYER, decltype(form)::value>(a, layout);
