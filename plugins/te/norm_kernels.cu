@@ -397,8 +397,9 @@ constexpr bool kForwardGammaInRegisters = D != kMixed && CPT < 8;
 // (RingLayout::parameter_bytes; the host streams such rows only when bias has x's dtype or is
 // absent). Read from global memory every row, its loads held a fifth of the stall samples of
 // the LayerNorm 8192 forward (Nsight Compute). Same lease, forward: 8192 0.1619 -> 0.1557 ms
-// (three ring stages, not four), 4096 0.0850 -> 0.0828 (two, not three), 16384 0.3946 ->
-// 0.3133.
+// (with a ring stage fewer for the copy: three, not four), 4096 0.0850 -> 0.0828 (two, not
+// three), 16384 0.3946 -> 0.3133; measured before the rows became floats (kForwardFloatRow),
+// whose fewer blocks a multiprocessor have more stages each.
 template <int VEC, int D, bool LAYER>
 constexpr bool kForwardBetaShared = D != kMixed && VEC == 8 && LAYER;
 
