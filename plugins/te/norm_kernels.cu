@@ -414,6 +414,14 @@ constexpr bool kForwardBetaShared = D != kMixed && VEC == 8 && LAYER;
 template <int VEC, int CPT, int D, bool LAYER>
 constexpr bool kForwardFloatRow = D != kMixed && VEC == 8 && CPT <= 4 && LAYER;
 
+// Those rows' gamma_eff is converted to floats once per block, not per chunk of every row: one
+// instruction an element fewer again (111 registers, capped at 112: four 128-thread blocks a
+// multiprocessor at H = 4096 instead of five, two of 256 at 8192 as before). Same lease,
+// forward: LayerNorm 4096 0.0818 -> 0.0811 ms, 8192 0.1500 -> 0.1492 (ninth session), again
+// 0.0821 -> 0.0812 and 0.1511 -> 0.1500 in the tenth; the same bits.
+template <int VEC, int CPT, int D, bool LAYER>
+constexpr bool kForwardFloatGamma = kForwardFloatRow<VEC, CPT, D, LAYER>;
+
 // The forward's rows. LAYER: LayerNorm (Chan's merge, y from h − mean), else RMS/L2 (the sum
 // of squares; y from h, which is (h − 0) exactly). G: the GammaForm. Rows stream through the
 // ring exactly when the dtypes are known (D != kMixed): the host picks that instantiation only
@@ -441,12 +449,17 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
   StagePosition filled;
   if constexpr (STREAMED) ring.start(next, filled, src);
   constexpr bool kGammaInRegisters = kForwardGammaInRegisters<CPT, D> && G != kGammaOne;
-  RawChunk gamma_raw[kGammaInRegisters ? CPT : 1];
+  constexpr bool kGammaFloats = kGammaInRegisters && kForwardFloatGamma<VEC, CPT, D, LAYER>;
+  RawChunk gamma_raw[kGammaInRegisters && !kGammaFloats ? CPT : 1];
+  float gamma_float[kGammaFloats ? CPT : 1][VEC];
   if constexpr (kGammaInRegisters) {
 #pragma unroll
     for (int c = 0; c < CPT; ++c) {
       const int64_t col0 = first_column(g.thread, c) * VEC;
-      load_raw<VEC>(gamma_raw[c], a.weight, col0, chunk_valid<VEC, true>(col0, hidden), true);
+      RawChunk raw;
+      load_raw<VEC>(raw, a.weight, col0, chunk_valid<VEC, true>(col0, hidden), true);
+      if constexpr (kGammaFloats) gamma_of<G, VEC>(raw, bf16, gamma_float[c]);
+      else gamma_raw[c] = raw;
     }
   }
   // Beta, as raw bits, after the ring's stages: each thread stores its own chunks once and
@@ -468,8 +481,9 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
   for (int64_t row = blockIdx.x; row < a.rows; row += step, at.advance(layout.stages)) {
     // gamma does not change from row to row: hoisted out of this loop, its conversion would
     // hold 32 floats (95 registers, five blocks a multiprocessor); converted where used, 80 and
-    // six (measured LayerNorm 4096 forward 0.0950 -> 0.0899 ms, RMS unchanged).
-    if constexpr (kGammaInRegisters)
+    // six (measured LayerNorm 4096 forward 0.0950 -> 0.0899 ms, RMS unchanged, when LayerNorm
+    // rows were raw bits too; with its rows as floats, kForwardFloatGamma hoists it on purpose).
+    if constexpr (kGammaInRegisters && !kGammaFloats)
 #pragma unroll
       for (int c = 0; c < CPT; ++c)
 #pragma unroll
@@ -588,8 +602,14 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
         load_parameters<D, VEC>(a.weight, a.bias, a.weight_dtype, a.zero_centered != 0, col0, valid,
                                 vector, gamma, beta);
       } else {
-        if constexpr (kGammaInRegisters) gamma_of<G, VEC>(gamma_raw[c], bf16, gamma);
-        else gamma_of<G, D, VEC>(a.weight, a.weight_dtype, col0, valid, vector, gamma);
+        if constexpr (kGammaFloats) {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) gamma[e] = gamma_float[c][e];
+        } else if constexpr (kGammaInRegisters) {
+          gamma_of<G, VEC>(gamma_raw[c], bf16, gamma);
+        } else {
+          gamma_of<G, D, VEC>(a.weight, a.weight_dtype, col0, valid, vector, gamma);
+        }
         if (kBetaShared && with_beta) {
           // A 32-bit index: fewer registers than first_column's 64-bit one.
 #pragma unroll
@@ -620,11 +640,14 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
 // blocks share a multiprocessor at H = 4096: measured LayerNorm 4096 forward 0.0896 -> 0.0855
 // ms against 80 registers and six blocks, when its rows were raw bits; RMS unchanged), 96 at
 // 64 (which spill at 72; five blocks at LayerNorm 8192, not four as at the 107 registers it
-// takes without a cap: 0.194 -> 0.236 ms), and 96 for rows held as floats (kForwardFloatRow).
-// Otherwise 128, what one block of kNormMaxBlock threads can have.
+// takes without a cap: 0.194 -> 0.236 ms), and 112 for rows and gamma held as floats
+// (kForwardFloatRow, kForwardFloatGamma). Otherwise 128, what one block of kNormMaxBlock threads
+// can have.
 template <int VEC, int CPT, int D, bool LAYER>
-constexpr int kForwardMaxRegisters =
-    D == kMixed ? 128 : kForwardFloatRow<VEC, CPT, D, LAYER> || CPT > 4 ? 96 : 72;
+constexpr int kForwardMaxRegisters = D == kMixed                                 ? 128
+                                     : kForwardFloatGamma<VEC, CPT, D, LAYER> ? 112
+                                     : CPT > 4                                 ? 96
+                                                                               : 72;
 
 template <int VEC, int CPT, int D, bool LAYER>
 __global__ void __maxnreg__((kForwardMaxRegisters<VEC, CPT, D, LAYER>))
