@@ -406,10 +406,11 @@ constexpr bool kForwardBetaShared = D != kMixed && VEC == 8 && LAYER;
 // Streamed 16-bit LayerNorm rows are converted to floats once, after the row is read, instead of
 // from the raw bits in each of the three passes over them (the sum, M2, y): two instructions an
 // element fewer in a forward that Nsight Compute finds issue-bound (LayerNorm 8192: issue slots
-// 76 % busy). The floats take 94 registers, which leaves two 256-thread blocks a multiprocessor
-// at H = 8192 (three before) and five of 128 at 4096 (seven): same lease, forward 0.1561 ->
-// 0.1503 ms at 8192, 0.0829 -> 0.0822 at 4096, 0.3116 -> 0.3063 at 16384. RMS rows, whose
-// forward is not issue-bound, measured the same with floats (80 registers) and keep raw bits.
+// 76 % busy). The floats took 94 registers (111 since gamma is floats too, kForwardFloatGamma),
+// which left two 256-thread blocks a multiprocessor at H = 8192 (three before) and five of 128
+// at 4096 (seven): same lease, forward 0.1561 -> 0.1503 ms at 8192, 0.0829 -> 0.0822 at 4096,
+// 0.3116 -> 0.3063 at 16384. RMS rows, whose forward is not issue-bound, measured the same with
+// floats (80 registers) and keep raw bits.
 // Up to 32 elements a thread, which every 16-bit row up to the widest (16384) has.
 template <int VEC, int CPT, int D, bool LAYER>
 constexpr bool kForwardFloatRow = D != kMixed && VEC == 8 && CPT <= 4 && LAYER;
@@ -644,10 +645,10 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
 // (kForwardFloatRow, kForwardFloatGamma). Otherwise 128, what one block of kNormMaxBlock threads
 // can have.
 template <int VEC, int CPT, int D, bool LAYER>
-constexpr int kForwardMaxRegisters = D == kMixed                                 ? 128
+constexpr int kForwardMaxRegisters = D == kMixed                              ? 128
                                      : kForwardFloatGamma<VEC, CPT, D, LAYER> ? 112
-                                     : CPT > 4                                 ? 96
-                                                                               : 72;
+                                     : CPT > 4                                ? 96
+                                                                              : 72;
 
 template <int VEC, int CPT, int D, bool LAYER>
 __global__ void __maxnreg__((kForwardMaxRegisters<VEC, CPT, D, LAYER>))
