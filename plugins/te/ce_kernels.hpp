@@ -51,12 +51,13 @@ void launch_ce_slice_fused(const CeKernelArgs& a, DType logits, DType grad, int 
                            int device, void* stream);
 
 // Whether launch_ce_slice_fused_persistent can take these tensors: every row of the logits can
-// be bulk-copied (as ce_stream_stats_fits) and every row of a.grad is aligned for the
-// gradient's vector stores.
+// be bulk-copied (as ce_stream_stats_fits), every row of a.grad is aligned for the gradient's
+// vector stores, and a.row_claims is an aligned counter.
 bool ce_slice_fused_persistent_fits(const CeKernelArgs& a, DType logits, DType grad);
 
-// As launch_ce_slice_fused, with the same bits: resident clusters take rows k, k + K, ... and
-// refill each piece of their slices with the next row while they write this row's gradient.
+// As launch_ce_slice_fused, with the same bits: resident clusters claim rows one at a time
+// (through a.row_claims, which it zeroes on the stream first) and refill each piece of their
+// slices with the next row while they write this row's gradient.
 // Needs ce_slice_fused_persistent_fits; falls back to launch_ce_slice_fused when no cluster
 // of it fits the device.
 void launch_ce_slice_fused_persistent(const CeKernelArgs& a, DType logits, DType grad,

@@ -112,6 +112,8 @@ void ce_forward(const sy_ce_forward_args& args) {
     a.grad = mutable_data<char>(*args.grad_logits);
     a.grad_stride = row_stride_elements(*args.grad_logits);
     a.row_scale = mutable_data<float>(*args.grad_scale);
+    if (p.tp_size == 1 && plan.workspace_bytes > 0)
+      a.row_claims = static_cast<unsigned long long*>(args.workspace);
   }
   const int64_t n = p.rows;
 

@@ -69,6 +69,8 @@ CePlan ce_plan(const sy_ce_problem& p) {
     plan.workspace_bytes =
         round_up(static_cast<int64_t>(p.tp_size) * p.rows * static_cast<int64_t>(sizeof(CeRowStats)),
                  256);
+  else if (plan.slices && p.rows > 0 && (p.flags & SY_CE_GRAD_IN_FORWARD) != 0)
+    plan.workspace_bytes = kCeRowClaimBytes;
   plan.scalars = scalars_of(p);
   return plan;
 }

@@ -59,6 +59,9 @@ constexpr int kCeGradSliceChunks = 256;  // 4 KiB
 static_assert(kCeGradSliceChunks <= 32 * kCeSliceChunksPerThread,
               "a gradient slice must fit 32 threads of kCeSliceChunksPerThread chunks");
 
+// The persistent grad in forward's row counter (8 bytes), as a workspace of its own alignment.
+constexpr int64_t kCeRowClaimBytes = 256;
+
 struct CePlan {
   DType logits = DType::F32;
   DType grad = DType::F32;
@@ -78,7 +81,9 @@ struct CePlan {
   int grad_slices = 1;
   int grad_slice_chunks = 0;
   int grad_threads = 32;
-  int64_t workspace_bytes = 0;  // tp_size > 1: tp_size x rows x sizeof(CeRowStats)
+  // tp_size > 1: tp_size x rows x sizeof(CeRowStats); tp_size 1 grad in forward on slices:
+  // kCeRowClaimBytes (the persistent kernel's row counter); else 0.
+  int64_t workspace_bytes = 0;
   CeScalars scalars{};
 };
 

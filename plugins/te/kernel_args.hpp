@@ -39,6 +39,9 @@ struct CeKernelArgs {
   const float* row_scale = nullptr;  // g_i: grad_loss (backward) or grad_scale (forward)
   const float* lse_in = nullptr;     // the row's global lse, for the gradient pass
   CeRowStats* stats = nullptr;       // tensor parallel: [tp_size][rows]
+  // tp_size 1 grad in forward (the persistent kernel): the rows claimed so far, in the
+  // workspace; zeroed by the launcher before each launch.
+  unsigned long long* row_claims = nullptr;
   int64_t rows = 0;
   int64_t vocab_local = 0;
   int64_t vocab_start = 0;

@@ -666,6 +666,11 @@ TEST_CASE("ce plan: block sizes follow the row, never the batch") {
       if (a.chunks <= int64_t{kCeFusedSlots} * kCeFusedMaxThreads)
         CHECK(int64_t{a.fused_slots} * a.fused_threads >= a.chunks);
       CHECK(a.workspace_bytes == 0);
+      // Grad in forward on slices: the persistent kernel's row counter, whatever the rows.
+      p.flags = SY_CE_GRAD_IN_FORWARD;
+      CHECK(ce_plan(p).workspace_bytes == (a.slices ? kCeRowClaimBytes : 0));
+      p.rows = 7;
+      CHECK(ce_plan(p).workspace_bytes == (a.slices ? kCeRowClaimBytes : 0));
     }
   }
   // bf16 [*, 131072]: 512-thread statistics blocks, 512-thread fused blocks keeping 13 of

@@ -268,11 +268,18 @@ TEST_CASE("ce refuses meaningless problems as the caller's error") {
   CHECK(contains(r.message, "struct_size = 16"));
 }
 
-TEST_CASE("ce workspace: nothing at tp_size 1, the gathered row statistics at tp_size > 1") {
+TEST_CASE("ce workspace: a row counter for grad in forward at tp_size 1, the gathered row "
+          "statistics at tp_size > 1") {
   CHECK(ce_workspace(ce_problem(2048, 131072)) == 0);
   sy_ce_problem p = ce_problem(1000, 131072);
-  p.flags = SY_CE_GRAD_IN_FORWARD | SY_CE_ARGMAX;
+  p.flags = SY_CE_ARGMAX;
   CHECK(ce_workspace(p) == 0);
+  // The persistent grad in forward claims rows through an 8-byte counter.
+  p.flags = SY_CE_GRAD_IN_FORWARD | SY_CE_ARGMAX;
+  CHECK(ce_workspace(p) == 256);
+  p.rows = 0;
+  CHECK(ce_workspace(p) == 0);
+  p.rows = 1000;
   p.tp_size = 2;
   p.vocab_local = 65536;
   // 24 bytes (max, sum of exp, target logit, sum of logits, argmax) per row and rank.
