@@ -1,6 +1,9 @@
 // Cross-entropy cases of graph_capture_check: bf16 logits [64, 50 257] (GPT-2's vocabulary,
 // not a multiple of any vector width) with per-token upstream gradients: forward then
-// backward; gradient in forward; argmax. tp_size = 1 only (TP > 1 would capture NCCL).
+// backward; gradient in forward; argmax. Then gradient in forward on [1024, 50 304] (the
+// vocabulary padded to 64, 16-byte rows: what te's persistent kernel takes, more rows than its
+// clusters, so each claims several from a counter the captured graph must zero every launch).
+// tp_size = 1 only (TP > 1 would capture NCCL).
 #include "ce_call_args.hpp"
 #include "graph_capture.hpp"
 
@@ -18,15 +21,17 @@ struct CeSpec {
   uint32_t flags = 0;          // SY_CE_GRAD_IN_FORWARD, SY_CE_ARGMAX
   uint32_t feature = 0;        // the SY_CE_FEATURE_* the flags need
   const char* feature_name = nullptr;
+  int64_t rows = kRows;
+  int64_t vocab = kVocab;
 };
 
 sy_ce_problem problem_of(const CeSpec& s) {
   sy_ce_problem p{};
   p.struct_size = sizeof p;
-  p.rows = kRows;
-  p.vocab_local = kVocab;
+  p.rows = s.rows;
+  p.vocab_local = s.vocab;
   p.vocab_start = 0;
-  p.vocab_size = kVocab;
+  p.vocab_size = s.vocab;
   p.logits_dtype = kBF16;
   p.label_dtype = kI64;
   p.grad_dtype = kBF16;
@@ -57,20 +62,20 @@ std::string run_case(const Context& ctx, const CeSpec& s) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
 
   Random random("graph-ce/" + s.name);
-  std::vector<double> logit_values(static_cast<size_t>(kRows * kVocab));
+  std::vector<double> logit_values(static_cast<size_t>(s.rows * s.vocab));
   for (double& x : logit_values) x = random.uniform(-5.0, 5.0);
   std::vector<double> label_values, scale_values;
-  for (int64_t i = 0; i < kRows; ++i) {
-    label_values.push_back(static_cast<double>(random.integer(0, kVocab)));
+  for (int64_t i = 0; i < s.rows; ++i) {
+    label_values.push_back(static_cast<double>(random.integer(0, s.vocab)));
     scale_values.push_back(random.uniform(0.5, 2.0));  // per token, like loss_mask / tokens
   }
-  GpuTensor logits(kBF16, kRows, kVocab, 0, 0), labels(kI64, kRows, 0, 0, 0);
+  GpuTensor logits(kBF16, s.rows, s.vocab, 0, 0), labels(kI64, s.rows, 0, 0, 0);
   logits.fill(logit_values, nan);
   labels.fill(label_values, 0);
-  GpuTensor per_token(kF32, kRows, 0, 0, 0);  // grad_loss, or grad_scale with gif
+  GpuTensor per_token(kF32, s.rows, 0, 0, 0);  // grad_loss, or grad_scale with gif
   per_token.fill(scale_values, 0);
-  GpuTensor loss(kF32, kRows, 0, 0, 0), lse(kF32, kRows, 0, 0, 0), arg(kI64, kRows, 0, 0, 0);
-  GpuTensor grad(kBF16, kRows, kVocab, 0, 0);
+  GpuTensor loss(kF32, s.rows, 0, 0, 0), lse(kF32, s.rows, 0, 0, 0), arg(kI64, s.rows, 0, 0, 0);
+  GpuTensor grad(kBF16, s.rows, s.vocab, 0, 0);
   const int64_t bytes = op.workspace_size();
   DeviceBuffer workspace(static_cast<size_t>(bytes));
 
@@ -103,6 +108,8 @@ std::vector<Case> cross_entropy_cases() {
       {"ce-" + shape + "-grad-in-forward", SY_CE_GRAD_IN_FORWARD, SY_CE_FEATURE_GRAD_IN_FORWARD,
        "SY_CE_FEATURE_GRAD_IN_FORWARD"},
       {"ce-" + shape + "-argmax", SY_CE_ARGMAX, SY_CE_FEATURE_ARGMAX, "SY_CE_FEATURE_ARGMAX"},
+      {"ce-bf16-1024x50304-grad-in-forward", SY_CE_GRAD_IN_FORWARD, SY_CE_FEATURE_GRAD_IN_FORWARD,
+       "SY_CE_FEATURE_GRAD_IN_FORWARD", 1024, 50304},
   };
   std::vector<Case> cases;
   for (const CeSpec& s : specs)
