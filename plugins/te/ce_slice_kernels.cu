@@ -393,8 +393,8 @@ __global__ void __launch_bounds__(kSliceBlockThreads<M>, kSliceBlocksPerSm<M>)
 // cluster k takes row k first, then the rows it claims, K + 0, K + 1, ..., in the order the
 // clusters ask (a row counter in the workspace, a.row_claims, zeroed before each launch); its
 // block of rank r always takes slice r. Claimed, not dealt round-robin (rows k, k + K, ...):
-// clusters do not run at one pace (their blocks share multiprocessors with two or three
-// others), and with rows dealt in turn the slowest cluster's rows set the kernel's time. Same
+// clusters do not run at one pace (their blocks share multiprocessors with one or two others),
+// and with rows dealt in turn the slowest cluster's rows set the kernel's time. Same
 // lease, bf16 [2048, 131072]: grad in forward 0.3061 -> 0.2883 ms (eleventh session).
 // Each row is Fused's: the same publish_partial, merge_cluster, row_lse and gradient functions
 // as ce_slice_kernel, so the same bits, whichever cluster runs the row and whatever K is. What
@@ -404,8 +404,9 @@ __global__ void __launch_bounds__(kSliceBlockThreads<M>, kSliceBlocksPerSm<M>)
 // this row's stores.
 //
 // Per row i of the block (i = 0, 1, ...):
-//   claim  rank 0's thread 0 takes the cluster's next row from the counter (atomicAdd; its
-//          latency runs under the fold)
+//   claim  rank 0's thread 0 takes the cluster's next row from the counter (atomicAdd, which
+//          ptxas aggregates over the warp, so warp 0 waits for it here, as it would for the
+//          row's first piece: an unaggregated atom.inc measured the same)
 //   fold   wait on each piece's barrier in phase i (parity i & 1), fold, block_merge
 //   merge  thread 0 writes its partial into partial[i & 1] (rank 0: the claimed row into
 //          next_row[i & 1]); one cluster barrier (every partial of row i written; every block
@@ -475,8 +476,7 @@ __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeSliceBlocksPerSm)
 
     // Past its cluster barrier, row i's partials are written and row i - 1's have been read.
     SlicePartial& mine = partial[i & 1u];
-    // Claimed before the fold and published with the partial, so the atomic's latency is
-    // hidden behind the fold.
+    // Claimed before the fold, published with the partial.
     const int64_t claimed =
         rank == 0 && tid == 0 ? clusters + static_cast<int64_t>(atomicAdd(a.row_claims, 1ull)) : 0;
     publish_partial<D, kArgmax, kSmoothing>(mine, slice, piece_done, i & 1u, span, whole, lab,
