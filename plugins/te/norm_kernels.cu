@@ -406,22 +406,19 @@ constexpr bool kForwardBetaShared = D != kMixed && VEC == 8 && LAYER;
 // Streamed 16-bit LayerNorm rows are converted to floats once, after the row is read, instead of
 // from the raw bits in each of the three passes over them (the sum, M2, y): two instructions an
 // element fewer in a forward that Nsight Compute finds issue-bound (LayerNorm 8192: issue slots
-// 76 % busy). The floats took 94 registers (111 since gamma is floats too, kForwardFloatGamma),
+// 76 % busy). The floats took 94 registers (111 since gamma is floats too, below),
 // which left two 256-thread blocks a multiprocessor at H = 8192 (three before) and five of 128
 // at 4096 (seven): same lease, forward 0.1561 -> 0.1503 ms at 8192, 0.0829 -> 0.0822 at 4096,
 // 0.3116 -> 0.3063 at 16384. RMS rows, whose forward is not issue-bound, measured the same with
 // floats (80 registers) and keep raw bits.
 // Up to 32 elements a thread, which every 16-bit row up to the widest (16384) has.
-template <int VEC, int CPT, int D, bool LAYER>
-constexpr bool kForwardFloatRow = D != kMixed && VEC == 8 && CPT <= 4 && LAYER;
-
-// Those rows' gamma_eff is converted to floats once per block, not per chunk of every row: one
-// instruction an element fewer again (111 registers, capped at 112: four 128-thread blocks a
-// multiprocessor at H = 4096 instead of five, two of 256 at 8192 as before). Same lease,
+// Those rows' gamma_eff is converted to floats too, once per block, not per chunk of every row:
+// one instruction an element fewer again (111 registers, capped at 112: four 128-thread blocks
+// a multiprocessor at H = 4096 instead of five, two of 256 at 8192 as before). Same lease,
 // forward: LayerNorm 4096 0.0818 -> 0.0811 ms, 8192 0.1500 -> 0.1492 (ninth session), again
 // 0.0821 -> 0.0812 and 0.1511 -> 0.1500 in the tenth; the same bits.
 template <int VEC, int CPT, int D, bool LAYER>
-constexpr bool kForwardFloatGamma = kForwardFloatRow<VEC, CPT, D, LAYER>;
+constexpr bool kForwardFloatRow = D != kMixed && VEC == 8 && CPT <= 4 && LAYER;
 
 // The forward's rows. LAYER: LayerNorm (Chan's merge, y from h − mean), else RMS/L2 (the sum
 // of squares; y from h, which is (h − 0) exactly). G: the GammaForm. Rows stream through the
@@ -450,7 +447,7 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
   StagePosition filled;
   if constexpr (STREAMED) ring.start(next, filled, src);
   constexpr bool kGammaInRegisters = kForwardGammaInRegisters<CPT, D> && G != kGammaOne;
-  constexpr bool kGammaFloats = kGammaInRegisters && kForwardFloatGamma<VEC, CPT, D, LAYER>;
+  constexpr bool kGammaFloats = kGammaInRegisters && kForwardFloatRow<VEC, CPT, D, LAYER>;
   RawChunk gamma_raw[kGammaInRegisters && !kGammaFloats ? CPT : 1];
   float gamma_float[kGammaFloats ? CPT : 1][VEC];
   if constexpr (kGammaInRegisters) {
@@ -483,7 +480,7 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
     // gamma does not change from row to row: hoisted out of this loop, its conversion would
     // hold 32 floats (95 registers, five blocks a multiprocessor); converted where used, 80 and
     // six (measured LayerNorm 4096 forward 0.0950 -> 0.0899 ms, RMS unchanged, when LayerNorm
-    // rows were raw bits too; with its rows as floats, kForwardFloatGamma hoists it on purpose).
+    // rows were raw bits too; with its rows as floats, kForwardFloatRow hoists it on purpose).
     if constexpr (kGammaInRegisters && !kGammaFloats)
 #pragma unroll
       for (int c = 0; c < CPT; ++c)
@@ -642,11 +639,11 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
 // ms against 80 registers and six blocks, when its rows were raw bits; RMS unchanged), 96 at
 // 64 (which spill at 72; five blocks at LayerNorm 8192, not four as at the 107 registers it
 // takes without a cap: 0.194 -> 0.236 ms), and 112 for rows and gamma held as floats
-// (kForwardFloatRow, kForwardFloatGamma). Otherwise 128, what one block of kNormMaxBlock threads
+// (kForwardFloatRow). Otherwise 128, what one block of kNormMaxBlock threads
 // can have.
 template <int VEC, int CPT, int D, bool LAYER>
 constexpr int kForwardMaxRegisters = D == kMixed                              ? 128
-                                     : kForwardFloatGamma<VEC, CPT, D, LAYER> ? 112
+                                     : kForwardFloatRow<VEC, CPT, D, LAYER>   ? 112
                                      : CPT > 4                                ? 96
                                                                               : 72;
 
@@ -1150,8 +1147,11 @@ void forward_with(const NormForwardArgs& a, const NormLayout& l, const RingLayou
 // Streams the rows through a ring with the compile-time dtype D when they can be, else reads
 // them directly (kMixed).
 template <int VEC, int CPT, int D, bool LAYER>
-void forward_streamed_or_not(const NormForwardArgs& a, const NormLayout& l, const RingLayout& stage,
+void forward_streamed_or_not(const NormForwardArgs& a, const NormLayout& l, RingLayout stage,
                              int device, int sm_margin, void* stream) {
+  // The block's copy of beta where this instantiation reads it (kForwardBetaShared).
+  if (kForwardBetaShared<VEC, D, LAYER> && a.bias != nullptr)
+    stage.parameter_bytes = parameter_copy_bytes(a.hidden, VEC);
   const RingLayout ring = with_stages(
       stage, reinterpret_cast<const void*>(norm_forward_kernel<VEC, CPT, D, LAYER>), l.threads, device);
   if (ring.stages != 0) forward_with<VEC, CPT, D, LAYER>(a, l, ring, device, sm_margin, stream);
@@ -1165,12 +1165,10 @@ void forward_for(const NormForwardArgs& a, const NormLayout& l, int device, int 
   // Beta has the weight's dtype; the streamed kernels take it as raw bits of x's.
   const bool parameters = a.weight != nullptr || (LAYER && a.bias != nullptr);
   const int d = uniform_dtype(a.x_dtype, {a.y_dtype, parameters ? a.weight_dtype : a.x_dtype});
-  RingLayout stage =
+  const RingLayout stage =
       d != kMixed && a.vector_ok != 0
           ? ring_stage({{a.x, a.x_row_bytes, x_bytes}, {a.residual, a.residual_row_bytes, x_bytes}})
           : RingLayout{};
-  if (VEC == 8 && LAYER && a.bias != nullptr && stage.stage_bytes != 0)
-    stage.parameter_bytes = parameter_copy_bytes(a.hidden, VEC);
   const bool streamed = stage.stage_bytes != 0 && with_streamed_dtype<VEC>(d, [&](auto dtype) {
     forward_streamed_or_not<VEC, CPT, decltype(dtype)::value, LAYER>(a, l, stage, device, sm_margin, stream);
   });
