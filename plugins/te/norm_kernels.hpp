@@ -1,6 +1,6 @@
-// Launchers of te's normalization kernels (norm_kernels.cu). Each enqueues on `stream` on the
-// current device (which must be `device`) and throws sy::Failure when the launch fails or
-// sm_margin leaves no multiprocessor; none synchronises.
+// Launchers of te's normalization kernels (norm_forward.cu, norm_backward.cu). Each enqueues on
+// `stream` on the current device (which must be `device`) and throws sy::Failure when the
+// launch fails or sm_margin leaves no multiprocessor; none synchronises.
 #ifndef SWITCHYARD_TE_NORM_KERNELS_HPP
 #define SWITCHYARD_TE_NORM_KERNELS_HPP
 

@@ -37,7 +37,7 @@ NormPlan norm_plan(const sy_norm_problem& p) {
   // memory-efficient) kernels, which also keep a dbeta sum per element: 16 there. Streamed
   // 16-bit rows take 16 where that makes a block of 512 threads (hidden in (7680, 8192]), whose
   // kernel holds dy·γ_eff across the reduction (with the dbeta sums too) and streams dy through
-  // a ring of its own (norm_kernels.cu, kBackwardSplitRing), and 32 elsewhere. Measured on the
+  // a ring of its own (norm_backward.cu, kBackwardSplitRing), and 32 elsewhere. Measured on the
   // H200, bf16 [16384, 8192], 512 threads x 16 against 256 x 32: RMS backward 0.2238 ->
   // 0.2109 ms, LayerNorm 0.2430 -> 0.2291. 16 elements at other widths, with blocks of 256 to
   // 448 threads, were slower: 4096 (256 x 16) 0.1225 against 0.1142, 5120 0.2185 against

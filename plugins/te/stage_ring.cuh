@@ -1,7 +1,7 @@
 // A ring of shared-memory stages that bulk copies fill ahead of the threads reading them, one
 // mbarrier per stage: the loads of several stages are in flight while the block works on an
-// earlier one, whatever its registers. Used by te's streamed kernels (norm_kernels.cu,
-// ce_stream_kernels.cu). Included by .cu files only.
+// earlier one, whatever its registers. Used by te's streamed kernels (norm_device.cuh's row
+// ring, ce_stream_kernels.cu). Included by .cu files only.
 //
 // Iteration i of a block uses stage i % stages, in phase (i / stages) & 1 of its barrier: its
 // StagePosition (position(i), or one the thread advances itself).

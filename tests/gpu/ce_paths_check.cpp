@@ -209,6 +209,14 @@ int main(int argc, char** argv) {
   // 1000 rows: more than the resident clusters of an H200 (about 100), so clusters refill.
   const std::vector<Spec> specs{
       {"bf16-1000x131072", 1000, 131072, 0.0f, 0, false},
+      // Rows of 4, 2 and 1 full slices (te's persistent kernel with clusters of 4, 2 and 1),
+      // with the flags that change what a slice publishes (argmax, the sum of logits, ignored
+      // rows).
+      {"bf16-1000x131072-smoothing-ignore-argmax", 1000, 131072, 0.1f,
+       SY_CE_IGNORE_INDEX | SY_CE_ARGMAX, false},
+      {"bf16-1000x65536-ignore-argmax", 1000, 65536, 0.0f, SY_CE_IGNORE_INDEX | SY_CE_ARGMAX,
+       false},
+      {"bf16-1000x32768-smoothing", 1000, 32768, 0.1f, 0, false},
       {"bf16-1000x100003-padded-smoothing-ignore-argmax", 1000, 100003, 0.1f,
        SY_CE_IGNORE_INDEX | SY_CE_ARGMAX, true},
       {"bf16-1000x100003-compact-smoothing-ignore-argmax", 1000, 100003, 0.1f,

@@ -496,7 +496,7 @@ TEST_CASE("norm: Chan's merge over the kernel's layout gives the float64 mean an
 }
 
 TEST_CASE("norm: known shares give chan_merge's bits (the equal-count block merge)") {
-  // norm_kernels.cu's equal_count_chan_reduce merges equal counts with share 0.5 in the lane
+  // norm_forward.cu's equal_count_chan_reduce merges equal counts with share 0.5 in the lane
   // tree and warp w into the w warps before it with share RN(1/(w + 1)); both must be the
   // bits of chan_merge, which divides.
   std::mt19937 rng(7);
