@@ -68,14 +68,24 @@ struct RowLabel {
   int64_t local_col;   // the label's column on this rank, -1 when another rank (or none)
 };
 
-__device__ __forceinline__ RowLabel row_label(const CeKernelArgs& a, int64_t row) {
+// The label of row `row` (a load from global memory).
+__device__ __forceinline__ int64_t label_of_row(const CeKernelArgs& a, int64_t row) {
+  return load_label(a.labels, a.labels_are_64 != 0, row);
+}
+
+// What follows from a row's label (already loaded: label_of_row).
+__device__ __forceinline__ RowLabel row_label_of(const CeKernelArgs& a, int64_t label) {
   RowLabel r;
-  r.label = load_label(a.labels, a.labels_are_64 != 0, row);
+  r.label = label;
   r.ignored = a.ignore != 0 && r.label == a.ignore_index;
   r.owned = !r.ignored && r.label >= 0 && r.label < a.vocab_size;
   const int64_t col = r.label - a.vocab_start;
   r.local_col = r.owned && col >= 0 && col < a.vocab_local ? col : -1;
   return r;
+}
+
+__device__ __forceinline__ RowLabel row_label(const CeKernelArgs& a, int64_t row) {
+  return row_label_of(a, label_of_row(a, row));
 }
 
 // The global id of a thread-merged argmax (column 0 when the row is all -inf or NaN).
