@@ -326,19 +326,6 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const B
   }
 }
 
-// Programmatic dependent launch (sm_90). A kernel launched with
-// cudaLaunchAttributeProgrammaticStreamSerialization may be scheduled once every block of the
-// kernel ahead of it has called allow_dependent_launch (or ended); wait_for_previous_grid then
-// returns once that kernel has completed and its writes are visible. Both are no-ops for
-// kernels launched without the attribute.
-__device__ __forceinline__ void allow_dependent_launch() {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-}
-
-__device__ __forceinline__ void wait_for_previous_grid() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-}
-
 // MODE: NormGradMode. D and the ring as in the forward.
 template <int VEC, int CPT, int MODE, int D>
 __global__ void __launch_bounds__(kNormMaxBlock, 1)

@@ -226,6 +226,19 @@ __device__ __forceinline__ int64_t load_label(const void* labels, bool labels_ar
                        : static_cast<int64_t>(static_cast<const int32_t*>(labels)[i]);
 }
 
+// Programmatic dependent launch (sm_90). A kernel launched with
+// cudaLaunchAttributeProgrammaticStreamSerialization may be scheduled once every block of the
+// kernel ahead of it has called allow_dependent_launch (or ended); wait_for_previous_grid then
+// returns once that kernel has completed and its writes are visible. Both are no-ops for
+// kernels launched without the attribute.
+__device__ __forceinline__ void allow_dependent_launch() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
+__device__ __forceinline__ void wait_for_previous_grid() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
 // ---- reductions in a fixed order ---------------------------------------------------------------
 
 __device__ __forceinline__ CeState shfl_down(const CeState& s, int offset) {
