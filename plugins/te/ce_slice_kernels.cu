@@ -391,11 +391,12 @@ __global__ void __launch_bounds__(kSliceBlockThreads<M>, kSliceBlocksPerSm<M>)
 // tp_size 1 grad in forward, for logits whose every row can be bulk-copied and a grad aligned
 // for vector stores (ce_slice_fused_persistent_fits). A grid of resident clusters (K of them):
 // cluster k takes row k first, then the rows it claims, K + 0, K + 1, ..., in the order the
-// clusters ask (a row counter in the workspace, a.row_claims, zeroed ahead of each launch by ce_zero_claims_kernel); its
-// block of rank r always takes slice r. Claimed, not dealt round-robin (rows k, k + K, ...):
-// clusters do not run at one pace (their blocks share multiprocessors with one or two others),
-// and with rows dealt in turn the slowest cluster's rows set the kernel's time. Same
-// lease, bf16 [2048, 131072]: grad in forward 0.3061 -> 0.2883 ms (eleventh session).
+// clusters ask (a row counter in the workspace, a.row_claims, zeroed ahead of each launch by
+// ce_zero_claims_kernel); its block of rank r always takes slice r. Claimed, not dealt
+// round-robin (rows k, k + K, ...): clusters do not run at one pace (their blocks share
+// multiprocessors with one or two others), and with rows dealt in turn the slowest cluster's
+// rows set the kernel's time. Same lease, bf16 [2048, 131072]: grad in forward 0.3061 ->
+// 0.2883 ms (eleventh session).
 // Each row is Fused's: the same publish_partial, merge_cluster, row_lse and gradient functions
 // as ce_slice_kernel, so the same bits, whichever cluster runs the row and whatever K is. What
 // differs is that the shared memory never waits for a new block: while a block writes the
