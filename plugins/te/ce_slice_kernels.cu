@@ -584,10 +584,13 @@ cudaLaunchConfig_t slice_config(const CeKernelArgs& a, int64_t rows, int threads
     attributes[0].val.clusterDim.x = static_cast<unsigned>(a.cluster);
     attributes[0].val.clusterDim.y = 1;
     attributes[0].val.clusterDim.z = 1;
-    attributes[1].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
-    attributes[1].val.clusterSchedulingPolicyPreference = cudaClusterSchedulingPolicyLoadBalancing;
     config.attrs = attributes;
-    config.numAttrs = balanced ? 2 : 1;
+    config.numAttrs = 1;
+    if (balanced) {
+      attributes[1].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
+      attributes[1].val.clusterSchedulingPolicyPreference = cudaClusterSchedulingPolicyLoadBalancing;
+      config.numAttrs = 2;
+    }
   }
   return config;
 }
