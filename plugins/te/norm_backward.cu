@@ -145,13 +145,15 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const B
   const RingSources src{{static_cast<const char*>(a.dy), static_cast<const char*>(a.x_or_y),
                          static_cast<const char*>(a.d_residual_out)},
                         {a.dy_row_bytes, a.x_or_y_row_bytes, a.d_residual_out_row_bytes}};
+  constexpr bool kStrided = kStridedChunks<VEC, CPT>;
+  using Rows = ChunkRows<kStrided>;
   const Ring ring{layout, ring_memory, full};
-  ChunkCursor next(a);  // thread 0's: the next row to fill
+  ChunkCursor<kStrided> next(a);  // thread 0's: the next row to fill
   StagePosition filled;
   if constexpr (STREAMED) ring.start(next, filled, src);
   unsigned char* const late_end = ring_memory + layout.stages * layout.stage_bytes;
   const Ring early{rings.early, late_end, early_full};
-  ChunkCursor early_next(a);  // thread 0's, for dy's ring (kSplit)
+  ChunkCursor<kStrided> early_next(a);  // thread 0's, for dy's ring (kSplit)
   StagePosition early_filled;
   if constexpr (kSplit) early.start(early_next, early_filled, src);
 
@@ -193,12 +195,11 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const B
   // A row's statistics are loaded one row ahead, off the critical path.
   float rstd_next = 0.0f, mean_next = 0.0f;
   if (chunk < a.chunk_count) {
-    rstd_next = a.rstd[chunk * a.rows_per_chunk];
-    if (with_mean) mean_next = a.mean[chunk * a.rows_per_chunk];
+    rstd_next = a.rstd[Rows::first(a, chunk)];
+    if (with_mean) mean_next = a.mean[Rows::first(a, chunk)];
   }
   for (; chunk < a.chunk_count; chunk += chunk_step) {
-    const int64_t first = chunk * a.rows_per_chunk;
-    const int64_t end = first + a.rows_per_chunk < a.rows ? first + a.rows_per_chunk : a.rows;
+    const int64_t first = Rows::first(a, chunk), end = Rows::end(a, first), step = Rows::step(a);
 #pragma unroll
     for (int c = 0; c < CPT; ++c)
 #pragma unroll
@@ -206,10 +207,10 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const B
         sum_dy_xhat[c][e] = 0.0f;
         if constexpr (kBeta) sum_dy[c][e] = 0.0f;
       }
-    for (int64_t row = first; row < end; ++row, at.advance(layout.stages)) {
+    for (int64_t row = first; row < end; row += step, at.advance(layout.stages)) {
       const float rstd = rstd_next, mean = mean_next;
-      const int64_t ahead = row + 1 < end                               ? row + 1
-                            : chunk + chunk_step < a.chunk_count ? (chunk + chunk_step) * a.rows_per_chunk
+      const int64_t ahead = row + step < end                     ? row + step
+                            : chunk + chunk_step < a.chunk_count ? Rows::first(a, chunk + chunk_step)
                                                                  : -1;
       if (ahead >= 0) {
         rstd_next = a.rstd[ahead];
