@@ -82,7 +82,8 @@ struct NormForwardArgs {
   float eps = 1e-5f;
 };
 
-// Normalization backward. dgamma/dbeta partials are written per chunk of rows_per_chunk rows.
+// Normalization backward. dgamma/dbeta partials are written per chunk of at most rows_per_chunk
+// rows (which rows: norm_device.cuh, ChunkRows).
 struct NormBackwardArgs {
   const void* dy = nullptr;
   const void* x_or_y = nullptr;

@@ -1,6 +1,6 @@
 // te's normalization backward (README.md, "Normalization"): its kernels and their launchers.
 //
-//   norm_backward_kernel  persistent blocks over the fixed chunks of rows_per_chunk rows; a
+//   norm_backward_kernel  persistent blocks over the plan's fixed chunks of rows; a
 //                         thread accumulates dgamma/dbeta of its columns over the chunk's rows
 //                         in registers and writes them as the chunk's partial; dx per row
 //   norm_finalize_kernel  dgamma/dbeta = the chunk partials summed in a fixed order

@@ -30,7 +30,9 @@ struct NormPlan {
   NormLayout forward;
   NormLayout backward;
   int64_t chunks = 0;          // chunks of vec elements per row: ceil(hidden / vec)
-  int64_t rows_per_chunk = 1;  // the fixed row partition of the dgamma/dbeta partials
+  // The fixed row partition of the dgamma/dbeta partials: chunk_count chunks of at most
+  // rows_per_chunk rows each, strided or consecutive by the backward layout (ChunkRows).
+  int64_t rows_per_chunk = 1;
   int64_t chunk_count = 0;     // ceil(rows / rows_per_chunk), at most kNormMaxRowChunks
   int parameters = 0;          // partial arrays: LayerNorm 2 (gamma, beta), RMSNorm 1, L2Norm 0
   int64_t partial_bytes = 0;   // one partial array, 256-byte aligned
