@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 namespace switchyard::te {
 namespace {
@@ -279,7 +280,11 @@ __device__ __forceinline__ void backward_rows(const NormBackwardArgs& a, const B
           sum_gh_xhat += g_h * x_hat;
         }
       }
-      const float2 sums = group_reduce(make_float2(sum_gh, sum_gh_xhat), g, scratch, parity, SumMerge{});
+      // LayerNorm's two sums fold the warps pairwise. Same lease, the 16-warp backward at H = 8192:
+      // LayerNorm 0.2288 -> 0.2180 ms (fewer instructions in a kernel whose issue slots are two
+      // thirds busy), but RMS 0.2112 -> 0.2285, so RMS/L2 keep the warps in order.
+      using RowSums = std::conditional_t<kMean, PairwiseSumMerge, SumMerge>;
+      const float2 sums = group_reduce(make_float2(sum_gh, sum_gh_xhat), g, scratch, parity, RowSums{});
       // The reduction was a barrier: every thread is done with the previous iteration's stage,
       // and (kSplit) with this row's dy, which pass 2 does not read.
       if constexpr (STREAMED)

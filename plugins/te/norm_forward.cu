@@ -61,10 +61,29 @@ __device__ __forceinline__ float2 equal_count_chan_reduce(float mean, float m2, 
   if ((g.thread & 31) == 0) scratch[parity][g.thread / 32] = make_float4(lane0.x, lane0.y, 0.0f, 0.0f);
   group_barrier(g);
   const float per_warp = v.n;
-  Chan r{per_warp, scratch[parity][0].x, scratch[parity][0].y};
-  for (int w = 1; w < warps; ++w) {
-    const float4 s = scratch[parity][w];
-    r = chan_merge_weighted(r, Chan{per_warp, s.x, s.y}, kEqualShare[w + 1]);
+  Chan r;
+  if ((warps & (warps - 1)) == 0) {
+    // A power of two of warps: lane w of every warp takes warp w's state and the warps fold the
+    // lanes pairwise, every merge joining equal counts (share 0.5), the same tree in every warp.
+    // A load and two shuffles a level instead of a load and a merge a warp, one after the other.
+    const int lane = g.thread & 31;
+    const float4 s = scratch[parity][lane < warps ? lane : 0];
+    r = Chan{per_warp, s.x, s.y};
+#pragma unroll
+    for (int offset = kMaxGroupWarps / 2; offset > 0; offset >>= 1) {
+      if (offset >= warps) continue;
+      const float2 other = shfl_down(make_float2(r.mean, r.m2), offset);
+      r = chan_merge_weighted(r, Chan{r.n, other.x, other.y}, 0.5f);
+    }
+    const float2 first = shfl_first(make_float2(r.mean, r.m2));
+    r.mean = first.x;
+    r.m2 = first.y;
+  } else {
+    r = Chan{per_warp, scratch[parity][0].x, scratch[parity][0].y};
+    for (int w = 1; w < warps; ++w) {
+      const float4 s = scratch[parity][w];
+      r = chan_merge_weighted(r, Chan{per_warp, s.x, s.y}, kEqualShare[w + 1]);
+    }
   }
   parity ^= 1;
   return make_float2(r.mean, r.m2);

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace switchyard::te {
 
@@ -322,6 +323,8 @@ struct SumMerge {
     return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
   }
 };
+// Sums whose warps group_reduce folds pairwise rather than in order (below).
+struct PairwiseSumMerge : SumMerge {};
 // (count, mean, M2) in x, y, z.
 struct ChanMerge {
   __device__ float4 operator()(float4 a, float4 b) const {
@@ -336,7 +339,7 @@ template <class V>
 using GroupScratch = V[2][kMaxGroupWarps];
 
 // Reduces v (float, float2 or float4) over the group in a fixed order (lanes pairwise, then
-// warps in order) and returns the result to every thread of the group. Two scratch buffers
+// the warps in order, or pairwise with PairwiseSumMerge) and returns the result to every thread of the group. Two scratch buffers
 // alternate (`parity`), so one barrier per reduction suffices: a buffer is written again only
 // after every thread of the group has passed the next reduction's barrier, hence finished
 // reading it. Every call is a barrier of the group (a warp barrier for a one-warp group):
@@ -354,8 +357,22 @@ __device__ __forceinline__ V group_reduce(V v, const Group& g, GroupScratch<V>& 
   }
   if ((g.thread & 31) == 0) scratch[parity][g.thread / 32] = v;
   group_barrier(g);
-  V r = scratch[parity][0];
-  for (int w = 1; w < warps; ++w) r = merge(r, scratch[parity][w]);
+  V r;
+  if constexpr (std::is_same_v<Merge, PairwiseSumMerge>) {
+    // Lane w of every warp takes warp w's sum (0 past the last warp) and the warps fold the
+    // lanes pairwise, the same tree in every warp, so every thread has the same bits: a load
+    // and a shuffle a level instead of a load and an add a warp (16 warps: 16 loads and 15
+    // dependent adds of each component, about 130 instructions a row in every warp).
+    const int lane = g.thread & 31;
+    r = lane < warps ? scratch[parity][lane] : V{};
+#pragma unroll
+    for (int offset = kMaxGroupWarps / 2; offset > 0; offset >>= 1)
+      if (offset < warps) r = merge(r, shfl_down(r, offset));
+    r = shfl_first(r);
+  } else {
+    r = scratch[parity][0];
+    for (int w = 1; w < warps; ++w) r = merge(r, scratch[parity][w]);
+  }
   parity ^= 1;
   return r;
 }
