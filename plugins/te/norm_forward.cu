@@ -63,9 +63,10 @@ __device__ __forceinline__ float2 equal_count_chan_reduce(float mean, float m2, 
   const float per_warp = v.n;
   Chan r;
   if ((warps & (warps - 1)) == 0) {
-    // A power of two of warps: lane w of every warp takes warp w's state and the warps fold the
-    // lanes pairwise, every merge joining equal counts (share 0.5), the same tree in every warp.
-    // A load and two shuffles a level instead of a load and a merge a warp, one after the other.
+    // A power of two of warps: lane w of every warp takes warp w's state (lanes past the warps
+    // load warp 0's, which never reaches lane 0) and the warps fold the lanes pairwise, every
+    // merge joining equal counts (share 0.5), the same tree in every warp, as group_reduce's
+    // PairwiseSumMerge: a load and two shuffles a level instead of a load and a merge a warp.
     const int lane = g.thread & 31;
     const float4 s = scratch[parity][lane < warps ? lane : 0];
     r = Chan{per_warp, s.x, s.y};

@@ -339,11 +339,13 @@ template <class V>
 using GroupScratch = V[2][kMaxGroupWarps];
 
 // Reduces v (float, float2 or float4) over the group in a fixed order (lanes pairwise, then
-// the warps in order, or pairwise with PairwiseSumMerge) and returns the result to every thread of the group. Two scratch buffers
-// alternate (`parity`), so one barrier per reduction suffices: a buffer is written again only
-// after every thread of the group has passed the next reduction's barrier, hence finished
-// reading it. Every call is a barrier of the group (a warp barrier for a one-warp group):
-// memory the group's threads accessed before it is ordered before what they access after it.
+// the warps: in order, or pairwise with PairwiseSumMerge) and returns the result to every
+// thread of the group. Two scratch buffers alternate (`parity`), so one barrier per reduction
+// suffices: a buffer is written again only after every thread of the group has passed the next
+// reduction's barrier, hence finished reading it. Every call is a barrier of the group (a warp
+// barrier for a one-warp group): memory the group's threads accessed before it is ordered
+// before what they access after it. (norm_forward.cu's equal_count_chan_reduce folds its warps
+// with the same pairwise tree.)
 template <class V, class Merge>
 __device__ __forceinline__ V group_reduce(V v, const Group& g, GroupScratch<V>& scratch, int& parity,
                                           Merge merge) {
