@@ -387,12 +387,14 @@ BackwardRings with_split_stages(RingLayout early, RingLayout late, const void* k
   BackwardRings r{late, early};
   r.late.stages = r.early.stages = 0;
   if (early.stage_bytes == 0 || late.stage_bytes == 0) return r;
-  const int per_block = ring_budget(kernel, threads, device, late.parameter_bytes);
-  const int64_t ahead = (per_block - static_cast<int64_t>(late.stage_bytes)) /
-                        (static_cast<int64_t>(early.stage_bytes) + late.stage_bytes);
-  if (ahead < 1) return r;
-  r.early.stages = static_cast<uint32_t>(std::min<int64_t>(ahead, kMaxStages));
-  r.late.stages = std::min(r.early.stages + 1, kMaxStages);
+  budget_for_ring(kernel, threads, device, late.parameter_bytes, [&](int per_block) {
+    const int64_t ahead = (per_block - static_cast<int64_t>(late.stage_bytes)) /
+                          (static_cast<int64_t>(early.stage_bytes) + late.stage_bytes);
+    if (ahead < 1) return false;
+    r.early.stages = static_cast<uint32_t>(std::min<int64_t>(ahead, kMaxStages));
+    r.late.stages = std::min(r.early.stages + 1, kMaxStages);
+    return true;
+  });
   return r;
 }
 

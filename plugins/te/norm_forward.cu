@@ -142,8 +142,9 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
   const bool bf16 = D == kMixed ? a.x_dtype == DType::BF16 : D == static_cast<int>(DType::BF16);
   const int64_t hidden = a.hidden;
   const float h_count = static_cast<float>(hidden);
-  // Every thread holds CPT * VEC elements of every row (streamed rows are whole chunks).
-  const bool equal_counts = STREAMED && hidden == static_cast<int64_t>(g.threads) * CPT * VEC;
+  // Every thread holds CPT * VEC elements of every row: the streamed and the general kernel
+  // then both merge with equal_count_chan_reduce, so a row's bits do not depend on its path.
+  const bool equal_counts = hidden == static_cast<int64_t>(g.threads) * CPT * VEC;
   const int64_t step = gridDim.x;
   const RingSources src{{static_cast<const char*>(a.x), static_cast<const char*>(a.residual), nullptr},
                         {a.x_row_bytes, a.residual_row_bytes, 0}};
@@ -263,7 +264,9 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
           const float d = h_at(c, e) - local_mean;
-          m2 += STREAMED || e < valid ? d * d : 0.0f;
+          // One explicit FMA in both kernels: a select between d·d and 0 would keep the general
+          // kernel's product and sum apart, and its M2 would round differently.
+          if (STREAMED || e < valid) m2 = __fmaf_rn(d, d, m2);
         }
       }
       float2 merged;  // (mean, M2) of the row

@@ -56,26 +56,40 @@ inline uint32_t parameter_copy_bytes(int64_t hidden, int vec) {
   return static_cast<uint32_t>((hidden + vec - 1) / vec * 16);
 }
 
-// The dynamic shared memory a ring may take in each of the blocks of `kernel` that a
-// multiprocessor holds by its registers and threads, less `reserved` bytes. A block's share
-// of the multiprocessor also pays the kernel's static shared memory and the driver's
-// reservation per block: an estimate of those that fell short by a few hundred bytes left one
-// 256-thread backward block a multiprocessor at H = 8192, not two.
-inline int ring_budget(const void* kernel, int threads, int device, uint32_t reserved) {
+// The dynamic shared memory a ring may take in each of `blocks` blocks of `kernel` on one
+// multiprocessor, less `reserved` bytes. A block's share of the multiprocessor also pays the
+// kernel's static shared memory and the driver's reservation per block: an estimate of those
+// that fell short by a few hundred bytes left one 256-thread backward block a multiprocessor at
+// H = 8192, not two.
+inline int ring_budget(const void* kernel, int blocks, int device, uint32_t reserved) {
   const DeviceInfo info = device_info(device);
-  const int blocks = blocks_per_multiprocessor(kernel, threads, 0, device);
   const int share = std::min(info.max_shared_per_block_optin,
                              info.shared_per_multiprocessor / blocks - info.reserved_shared_per_block);
   return share - static_shared_bytes(kernel) - static_cast<int>(reserved);
 }
 
+// Calls fits(ring_budget) for the most blocks a multiprocessor that its registers and threads
+// allow, then for one block fewer, ..., until it returns true; false when no count does. Where
+// the blocks the registers allow leave too little memory for a ring (fp32 rows: 16 KiB a stage
+// at H = 4096 in the forward, 32 in the backward), fewer blocks that stream their rows beat
+// the general kernel's direct loads (the dynamic shared memory then limits the grid).
+template <class Fits>
+bool budget_for_ring(const void* kernel, int threads, int device, uint32_t reserved, Fits&& fits) {
+  for (int blocks = blocks_per_multiprocessor(kernel, threads, 0, device); blocks >= 1; --blocks)
+    if (fits(ring_budget(kernel, blocks, device, reserved))) return true;
+  return false;
+}
+
 // As many stages as fit the ring's budget (at most kMaxStages); stages = 0 when fewer than two
-// fit.
+// fit even one block a multiprocessor.
 inline RingLayout with_stages(RingLayout r, const void* kernel, int threads, int device) {
   if (r.stage_bytes == 0) return r;
-  const int per_block = ring_budget(kernel, threads, device, r.parameter_bytes);
-  const uint32_t stages = per_block > 0 ? static_cast<uint32_t>(per_block) / r.stage_bytes : 0;
-  r.stages = stages >= 2 ? std::min(stages, kMaxStages) : 0;
+  r.stages = 0;
+  budget_for_ring(kernel, threads, device, r.parameter_bytes, [&](int per_block) {
+    const uint32_t stages = per_block > 0 ? static_cast<uint32_t>(per_block) / r.stage_bytes : 0;
+    if (stages >= 2) r.stages = std::min(stages, kMaxStages);
+    return r.stages != 0;
+  });
   return r;
 }
 

@@ -46,7 +46,7 @@ NormPlan norm_plan(const sy_norm_problem& p) {
                            p.weight_dtype.code == p.x_dtype.code &&
                            p.weight_dtype.bits == p.x_dtype.bits;
   const bool streamable16 = vec == 8 && same_dtypes && (p.flags & SY_NORM_MEMORY_EFFICIENT) == 0;
-  const bool narrow = p.kind == SY_NORM_LAYER && !streamable16;
+  const bool narrow = !streamable16;
   const bool wide16 = streamable16 && plan.chunks <= 2 * kNormMaxBlock &&
                       layout_for(plan.chunks, vec, 16).threads == kNormMaxBlock;
   plan.backward = layout_for(plan.chunks, vec, narrow || wide16 ? 16 : 32);

@@ -14,7 +14,10 @@
 #                    two launches of their CUDA graph, bit for bit
 #   8. ce-paths-te   ce_paths_check --plugin te: te's grad in forward gives its forward's and
 #                    backward's bits (when te is staged)
-#   9. train         the training demo on CUDA (tests/train/gpu_train_check.sh)
+#   9. norm-paths-te norm_paths_check --plugin te: te's norms give the same bits whatever
+#                    sm_margin and whether rows are streamed, and match the float64 reference
+#                    (when te is staged)
+#  10. train         the training demo on CUDA (tests/train/gpu_train_check.sh)
 # then ONE line "N passed, M failed, K skipped" over everything (cases where a step reports
 # cases, the step itself otherwise). Exit status 0 when nothing failed.
 #
@@ -272,6 +275,13 @@ else
   echo "run.sh: ce_paths_check or the te plugin was not staged: ce-paths-te skipped" | tee -a "$all_log"
   total_skip=$((total_skip + 1))
   rows+=("$(printf '%-22s %s' ce-paths-te 'not staged: skipped')")
+fi
+if [[ -x $stage/bin/norm_paths_check && -f $stage/lib/switchyard/plugins/libswitchyard-te.so ]]; then
+  run_step norm-paths-te norm_paths_check --plugin te
+else
+  echo "run.sh: norm_paths_check or the te plugin was not staged: norm-paths-te skipped" | tee -a "$all_log"
+  total_skip=$((total_skip + 1))
+  rows+=("$(printf '%-22s %s' norm-paths-te 'not staged: skipped')")
 fi
 # The training demo on CUDA: one GPU, and two processes over NCCL when two GPUs are present.
 if [[ -x $stage/bin/switchyard ]]; then

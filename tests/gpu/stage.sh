@@ -9,8 +9,9 @@
 # build-stage matches .gitignore's /build*/. What travels must stay under 60 MiB, together with
 # the working tree under the tool's 64 MiB: only the programs the GPU run uses are copied
 # (switchyard, switchyard-bench, switchyard-fused-startup, tp_nccl_check, native_cuda_check,
-# comm_nccl_gpu_check, graph_capture_check, ce_paths_check, test_lm_head_cuda; each where built); name
-# more with STAGE_BINARIES="a b", or take all of bin/ with STAGE_ALL_BINARIES=1.
+# comm_nccl_gpu_check, graph_capture_check, ce_paths_check, norm_paths_check, test_lm_head_cuda;
+# each where built); name more with STAGE_BINARIES="a b", or take all of bin/ with
+# STAGE_ALL_BINARIES=1.
 #
 # Layout (mirrors the install tree, so the core finds its plugin folder next to itself):
 #   STAGE/bin/                     switchyard, switchyard-bench, switchyard-fused-startup,
@@ -29,7 +30,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${1:-$repo/build-cuda}
 stage=${2:-$repo/build-stage}
-binaries="switchyard switchyard-bench switchyard-fused-startup tp_nccl_check native_cuda_check comm_nccl_gpu_check graph_capture_check ce_paths_check test_lm_head_cuda ${STAGE_BINARIES:-}"
+binaries="switchyard switchyard-bench switchyard-fused-startup tp_nccl_check native_cuda_check comm_nccl_gpu_check graph_capture_check ce_paths_check norm_paths_check test_lm_head_cuda ${STAGE_BINARIES:-}"
 limit_mib=${STAGE_LIMIT_MIB:-60}
 
 [[ -d $build/bin && -d $build/lib ]] || {

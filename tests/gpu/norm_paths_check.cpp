@@ -1,0 +1,545 @@
+// norm_paths_check: te's norm promises (plugins/te/README.md, "Determinism, batch invariance and
+// sm_margin") that y, mean, rstd, dx, dweight and dbias are the same bits whatever sm_margin is and
+// whether the rows are streamed (16-byte aligned) or read by the general kernels: its backward
+// writes dgamma/dbeta partials per fixed chunk of rows (ChunkRows, norm_plan.hpp), which a block
+// takes alone when the grid holds every chunk's block at once (sm_margin 0 on an H200) and two or
+// more otherwise. Each case runs forward + backward four ways (sm_margin 0, 8 and 100 on compact
+// rows, and sm_margin 0 on rows of hidden + 1 elements: not 16-byte aligned, so the general
+// kernels), with every output poisoned (NaN) and the workspace too, and compares every output of
+// every way bit for bit with the first. The first way is also checked against the conformance
+// suite's float64 reference (every row's mean and rstd, dweight/dbias over every row, y and dx of
+// sampled rows), so that ways agreeing on garbage cannot pass.
+// One line per case ("PASS|FAIL|SKIP norm-paths-<plugin>/<case>  detail"), then
+// "N passed, M failed, K skipped". Exit 0 when nothing failed, 77 without a GPU, 1 otherwise.
+//
+//   norm_paths_check [--plugin NAME]        (default: te)
+#include "gpu_tensor.hpp"
+
+#include <switchyard/conformance/reference_norm.hpp>
+#include <switchyard/switchyard.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace conf = switchyard::conformance;
+using gpu_test::cuda_check;
+using gpu_test::DeviceBuffer;
+using gpu_test::GpuTensor;
+using gpu_test::kBF16;
+using gpu_test::kF16;
+using gpu_test::kF32;
+using gpu_test::same_dtype;
+
+constexpr int kSkipped = 77;
+constexpr float kEps = 1e-5f;
+
+struct Spec {
+  std::string name;
+  sy_norm_kind kind;
+  DLDataType dtype;  // x, y, gamma, beta (and dweight/dbias unless accumulated into fp32)
+  int64_t rows, hidden;
+  uint32_t flags;  // SY_NORM_ZERO_CENTERED_GAMMA, SY_NORM_ACCUMULATE_GRAD_WEIGHT
+};
+
+bool layer(const Spec& s) { return s.kind == SY_NORM_LAYER; }
+bool accumulate(const Spec& s) { return (s.flags & SY_NORM_ACCUMULATE_GRAD_WEIGHT) != 0; }
+
+struct Way {
+  std::string name;
+  int32_t sm_margin;
+  bool unaligned;  // rows hidden + 1 elements apart (x, dy, y, dx)
+};
+
+sy_norm_problem problem_of(const Spec& s, int32_t sm_margin) {
+  sy_norm_problem p{};
+  p.struct_size = sizeof p;
+  p.kind = s.kind;
+  p.rows = s.rows;
+  p.hidden = s.hidden;
+  p.eps = kEps;
+  p.x_dtype = p.y_dtype = p.weight_dtype = s.dtype;
+  p.grad_weight_dtype = accumulate(s) ? kF32 : s.dtype;  // accumulation is into fp32 (norm.h)
+  p.device = DLDevice{kDLCUDA, 0};
+  p.flags = s.flags;
+  p.sm_margin = sm_margin;
+  return p;
+}
+
+// Inputs as stored in their dtypes, so that the reference sees what the kernels see.
+struct Inputs {
+  std::vector<double> x, dy, gamma, beta, dweight_start, dbias_start;
+};
+
+// offset ± [low, high), rounded to dtype: never zero.
+std::vector<double> random_values(gpu_test::Random& random, int64_t count, double offset,
+                                  double low, double high, DLDataType dtype) {
+  std::vector<double> v(static_cast<size_t>(count));
+  for (double& x : v) {
+    const double u = random.uniform(-1.0, 1.0);
+    x = conf::round_to_dtype(offset + std::copysign(low + (high - low) * std::fabs(u), u), dtype);
+  }
+  return v;
+}
+
+Inputs inputs_of(const Spec& s) {
+  gpu_test::Random random("norm-paths/" + s.name);
+  Inputs in;
+  const int64_t h = s.hidden;
+  in.x.reserve(static_cast<size_t>(s.rows * h));
+  for (int64_t i = 0; i < s.rows; ++i) {  // every third row a large mean, which LayerNorm removes
+    const std::vector<double> row =
+        random_values(random, h, i % 3 == 2 ? 3.0 : 0.0, 0.05, 2.0, s.dtype);
+    in.x.insert(in.x.end(), row.begin(), row.end());
+  }
+  in.dy = random_values(random, s.rows * h, 0.0, 0.05, 1.0, s.dtype);
+  const bool zero_centred = (s.flags & SY_NORM_ZERO_CENTERED_GAMMA) != 0;
+  in.gamma = random_values(random, h, zero_centred ? 0.0 : 1.0, 0.05, 0.5, s.dtype);
+  if (layer(s)) in.beta = random_values(random, h, 0.0, 0.05, 0.5, s.dtype);
+  if (accumulate(s)) {  // the main grads already hold earlier micro-batches' sums
+    in.dweight_start = random_values(random, h, 0.0, 0.05, 2.0, kF32);
+    if (layer(s)) in.dbias_start = random_values(random, h, 0.0, 0.05, 2.0, kF32);
+  }
+  return in;
+}
+
+// Every byte of the tensor's memory, row padding included, 0xFF (NaN in every float dtype).
+void poison(GpuTensor& t, cudaStream_t stream) {
+  const DLTensor& d = *t.dl();
+  const int64_t row = d.ndim == 1 ? 1 : d.strides != nullptr ? d.strides[0] : d.shape[1];
+  cuda_check(cudaMemsetAsync(d.data, 0xFF, static_cast<size_t>(d.shape[0] * row * d.dtype.bits / 8),
+                             stream),
+             "cudaMemsetAsync (poison)");
+}
+
+// The inputs on the GPU, uploaded once a case: compact rows, and copies whose rows are
+// hidden + 1 elements apart (not 16-byte aligned: te's general kernels), their padding NaN.
+struct DeviceInputs {
+  GpuTensor x, dy, x_unaligned, dy_unaligned, gamma, beta;
+
+  DeviceInputs(const Spec& s, const Inputs& in, cudaStream_t stream)
+      : x(s.dtype, s.rows, s.hidden, 0, 0),
+        dy(s.dtype, s.rows, s.hidden, 0, 0),
+        x_unaligned(s.dtype, s.rows, s.hidden, s.hidden + 1, 0),
+        dy_unaligned(s.dtype, s.rows, s.hidden, s.hidden + 1, 0),
+        gamma(s.dtype, s.hidden, 0, 0, 0),
+        beta(s.dtype, s.hidden, 0, 0, 0) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    x.fill(in.x, nan);
+    dy.fill(in.dy, nan);
+    gamma.fill(in.gamma, nan);
+    beta.fill(in.beta, nan);  // LayerNorm's; unused (NaN) for RMSNorm
+    const size_t row = static_cast<size_t>(s.hidden * s.dtype.bits / 8);
+    for (auto [from, to] : {std::pair{&x, &x_unaligned}, std::pair{&dy, &dy_unaligned}}) {
+      poison(*to, stream);
+      cuda_check(
+          cudaMemcpy2DAsync(to->dl()->data, row + s.dtype.bits / 8, from->dl()->data, row, row,
+                            static_cast<size_t>(s.rows), cudaMemcpyDeviceToDevice, stream),
+          "cudaMemcpy2DAsync (unaligned rows)");
+    }
+    cuda_check(cudaStreamSynchronize(stream), "copying the unaligned inputs");
+  }
+};
+
+// The outputs of one way: y and dx as stored (bytes, row padding included), the rest as values
+// (exact in a double).
+struct Outputs {
+  std::vector<unsigned char> y, dx;
+  int64_t row_stride = 0;                   // of y and dx, in elements
+  std::vector<double> y_values, dx_values;  // the first way's only (against the reference)
+  std::vector<double> mean, rstd, dweight, dbias;
+  bool padding_untouched = true;  // y's and dx's row padding still NaN
+};
+
+Outputs run_way(const switchyard::Runtime& runtime, const Spec& s, const Inputs& in,
+                DeviceInputs& d, const Way& w, bool first, cudaStream_t stream) {
+  const sy_norm_problem p = problem_of(s, w.sm_margin);
+  const switchyard::Norm op = runtime.norm(p);
+  const int64_t stride = w.unaligned ? s.hidden + 1 : 0;
+  GpuTensor& x = w.unaligned ? d.x_unaligned : d.x;
+  GpuTensor& dy = w.unaligned ? d.dy_unaligned : d.dy;
+  GpuTensor y(s.dtype, s.rows, s.hidden, stride, 0), dx(s.dtype, s.rows, s.hidden, stride, 0);
+  GpuTensor mean(kF32, s.rows, 0, 0, 0), rstd(kF32, s.rows, 0, 0, 0);
+  GpuTensor dweight(p.grad_weight_dtype, s.hidden, 0, 0, 0),
+      dbias(p.grad_weight_dtype, s.hidden, 0, 0, 0);
+  if (accumulate(s)) {  // the same non-zero start for every way, not poisoned
+    dweight.fill(in.dweight_start, 0);
+    if (layer(s)) dbias.fill(in.dbias_start, 0);
+  }
+  const int64_t bytes = op.workspace_size();
+  DeviceBuffer workspace(static_cast<size_t>(bytes));
+  for (GpuTensor* t : {&y, &dx, &mean, &rstd}) poison(*t, stream);
+  if (!accumulate(s))
+    for (GpuTensor* t : {&dweight, &dbias}) poison(*t, stream);
+  // Partials nobody wrote would read as NaN.
+  cuda_check(cudaMemsetAsync(workspace.data(), 0xFF, workspace.bytes(), stream),
+             "cudaMemsetAsync (workspace)");
+
+  sy_norm_forward_args f{};
+  f.struct_size = sizeof f;
+  f.problem = &p;
+  f.x = x.dl();
+  f.weight = d.gamma.dl();
+  f.bias = layer(s) ? d.beta.dl() : nullptr;
+  f.y = y.dl();
+  f.mean = layer(s) ? mean.dl() : nullptr;
+  f.rstd = rstd.dl();
+  f.workspace = workspace.data();
+  f.workspace_bytes = bytes;
+  f.stream = stream;
+  op.forward(f);
+  sy_norm_backward_args b{};
+  b.struct_size = sizeof b;
+  b.problem = &p;
+  b.dy = dy.dl();
+  b.x_or_y = x.dl();
+  b.weight = d.gamma.dl();
+  b.bias = f.bias;
+  b.mean = f.mean;
+  b.rstd = rstd.dl();
+  b.dx = dx.dl();
+  b.dweight = dweight.dl();
+  b.dbias = layer(s) ? dbias.dl() : nullptr;
+  b.workspace = workspace.data();
+  b.workspace_bytes = bytes;
+  b.stream = stream;
+  op.backward(b);
+  cuda_check(cudaStreamSynchronize(stream), "the forward and backward");
+
+  Outputs o;
+  o.y = y.bytes();
+  o.dx = dx.bytes();
+  o.row_stride = w.unaligned ? s.hidden + 1 : s.hidden;
+  if (first) {
+    o.y_values = y.values();
+    o.dx_values = dx.values();
+  }
+  if (layer(s)) o.mean = mean.values();
+  o.rstd = rstd.values();
+  o.dweight = dweight.values();
+  if (layer(s)) o.dbias = dbias.values();
+  o.padding_untouched = y.padding_untouched() && dx.padding_untouched();
+  return o;
+}
+
+// The float64 reference, as the conformance suite has it.
+struct Expected {
+  std::vector<double> mean, mean_scale, rstd;    // every row
+  std::vector<double> y, y_scale, dx, dx_scale;  // the sampled rows
+  std::vector<double> dweight, dweight_scale, dbias, dbias_scale;
+};
+
+// Rows whose y and dx are checked against the reference: every `step`-th, and the last.
+std::vector<int64_t> sampled_rows(int64_t rows, int64_t step) {
+  std::vector<int64_t> r;
+  for (int64_t i = 0; i < rows; i += step) r.push_back(i);
+  if (r.back() != rows - 1) r.push_back(rows - 1);
+  return r;
+}
+
+void append_row(std::vector<double>& to, const std::vector<double>& from, int64_t row, int64_t h) {
+  to.insert(to.end(), from.begin() + row * h, from.begin() + (row + 1) * h);
+}
+
+// The conformance suite's reference, 256 rows at a time (no more [N, H] arrays of doubles than
+// the inputs): statistics of every row, dweight/dbias over every row, y and dx of `sample`.
+Expected reference(const Spec& s, const Inputs& in, const std::vector<int64_t>& sample) {
+  const int64_t h = s.hidden;
+  conf::NormReferenceProblem rp;
+  rp.kind = s.kind;
+  rp.hidden = h;
+  rp.eps = static_cast<double>(kEps);
+  rp.flags = s.flags & ~SY_NORM_ACCUMULATE_GRAD_WEIGHT;  // the start is added here, once
+  Expected e;
+  e.dweight = accumulate(s) ? in.dweight_start : std::vector<double>(static_cast<size_t>(h), 0.0);
+  if (layer(s))
+    e.dbias = accumulate(s) ? in.dbias_start : std::vector<double>(static_cast<size_t>(h), 0.0);
+  for (double start : e.dweight) e.dweight_scale.push_back(std::fabs(start));
+  for (double start : e.dbias) e.dbias_scale.push_back(std::fabs(start));
+  size_t next = 0;
+  for (int64_t begin = 0; begin < s.rows; begin += 256) {
+    const int64_t end = std::min(s.rows, begin + 256);
+    rp.rows = end - begin;
+    conf::NormReferenceForwardInput fin;
+    fin.x.assign(in.x.begin() + begin * h, in.x.begin() + end * h);
+    fin.gamma = in.gamma;
+    fin.beta = in.beta;
+    const conf::NormReferenceForward f = conf::reference_norm_forward(rp, fin);
+    conf::NormReferenceBackwardInput bin;
+    bin.dy.assign(in.dy.begin() + begin * h, in.dy.begin() + end * h);
+    bin.x_or_y = std::move(fin.x);
+    bin.gamma = in.gamma;
+    bin.beta = in.beta;
+    bin.mean = gpu_test::rounded(f.mean, kF32);  // fp32 statistics, as the backward gets them
+    bin.rstd = gpu_test::rounded(f.rstd, kF32);
+    const conf::NormReferenceBackward g = conf::reference_norm_backward(rp, bin);
+    for (int64_t i = 0; i < rp.rows; ++i) {
+      e.mean.push_back(f.mean[i]);
+      e.rstd.push_back(f.rstd[i]);
+      double magnitude = 0;  // the mean's rounding error grows with the row's magnitude
+      for (int64_t j = 0; j < h; ++j) magnitude += std::fabs(f.h[i * h + j]);
+      e.mean_scale.push_back(magnitude / static_cast<double>(h));
+    }
+    for (int64_t j = 0; j < h; ++j) {
+      e.dweight[j] += g.dgamma[j];
+      e.dweight_scale[j] += g.dgamma_scale[j];
+      if (layer(s)) e.dbias[j] += g.dbeta[j];
+      if (layer(s)) e.dbias_scale[j] += g.dbeta_scale[j];
+    }
+    for (; next < sample.size() && sample[next] < end; ++next) {
+      append_row(e.y, f.y, sample[next] - begin, h);
+      append_row(e.y_scale, f.y_magnitude, sample[next] - begin, h);
+      append_row(e.dx, g.dx, sample[next] - begin, h);
+      append_row(e.dx_scale, g.dx_magnitude, sample[next] - begin, h);
+    }
+  }
+  return e;
+}
+
+// ||got - expected|| / ||expected|| (2-norms; NaN when anything is NaN).
+double relative_error(const std::vector<double>& got, const std::vector<double>& expected) {
+  double diff = 0, norm = 0;
+  for (size_t k = 0; k < got.size(); ++k) {
+    diff += (got[k] - expected[k]) * (got[k] - expected[k]);
+    norm += expected[k] * expected[k];
+  }
+  return std::sqrt(diff / norm);
+}
+
+std::string format(const char* pattern, double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, pattern, value);
+  return text;
+}
+
+// The first way against the reference. Returns dweight's relative error, for the report.
+double check_reference(gpu_test::Failures& failures, const Spec& s, const Outputs& o,
+                       const Expected& e, const std::vector<int64_t>& sample, int64_t step) {
+  const int64_t h = s.hidden;
+  const auto written = [&](const char* name, const std::vector<double>& v) {
+    const auto nan = std::find_if(v.begin(), v.end(), [](double x) { return std::isnan(x); });
+    const int64_t k = nan - v.begin();  // every input is finite: NaN is the poison, unwritten
+    if (nan != v.end())
+      failures.add(std::string(name) + " is NaN (unwritten?) at row " + std::to_string(k / h) +
+                   ", column " + std::to_string(k % h));
+  };
+  written("y", o.y_values);
+  written("dx", o.dx_values);
+  if (layer(s))
+    failures.compare("mean", o.mean, e.mean, conf::statistic_tolerance(s.dtype, 0), 0,
+                     &e.mean_scale);
+  failures.compare("rstd", o.rstd, e.rstd,
+                   conf::statistic_tolerance(s.dtype, gpu_test::max_abs(e.rstd)), 0);
+  std::vector<double> y, dx;
+  for (int64_t row : sample) {
+    append_row(y, o.y_values, row, h);
+    append_row(dx, o.dx_values, row, h);
+  }
+  const std::string rows =
+      " of the sampled rows (every " + std::to_string(step) + "th, and the last)";
+  failures.compare("y" + rows, y, e.y, conf::elementwise_tolerance(s.dtype, gpu_test::max_abs(e.y)),
+                   h, &e.y_scale);
+  failures.compare("dx" + rows, dx, e.dx,
+                   conf::elementwise_tolerance(s.dtype, gpu_test::max_abs(e.dx)), h, &e.dx_scale);
+  // dweight/dbias: each element within the conformance tolerance (1e-2 / 1e-4 of the sum of
+  // |terms|, which random signs make loose), and the whole vector within 1e-2 / 1e-4 of its norm
+  // (a missing or doubled chunk of rows is several per cent of it).
+  const double limit = same_dtype(s.dtype, kF32) ? 1e-4 : 1e-2;
+  const auto row_sum = [&](const std::string& name, const std::vector<double>& got,
+                           const std::vector<double>& expected, const std::vector<double>& scale) {
+    failures.compare(name, got, expected, conf::row_sum_tolerance(s.dtype), 0, &scale);
+    const double error = relative_error(got, expected);
+    if (!(error <= limit))
+      failures.add(name + ": relative error " + format("%.3g", error) + " over " +
+                   format("%g", limit));
+    return error;
+  };
+  if (layer(s)) row_sum("dbias", o.dbias, e.dbias, e.dbias_scale);
+  return row_sum("dweight", o.dweight, e.dweight, e.dweight_scale);
+}
+
+// Adds a failure when the rows of two [rows, hidden] images (y or dx of two ways, row strides as
+// given) differ in any bit: how many rows, and the first.
+void same_rows(gpu_test::Failures& failures, const std::string& name, const Spec& s,
+               const std::vector<unsigned char>& a, int64_t a_stride,
+               const std::vector<unsigned char>& b, int64_t b_stride) {
+  const size_t size = s.dtype.bits / 8, width = static_cast<size_t>(s.hidden) * size;
+  int64_t first = -1, count = 0;
+  for (int64_t i = 0; i < s.rows; ++i)
+    if (std::memcmp(a.data() + i * a_stride * size, b.data() + i * b_stride * size, width) != 0) {
+      if (count++ == 0) first = i;
+    }
+  if (count != 0)
+    failures.add(name + " differs in " + std::to_string(count) + " of " + std::to_string(s.rows) +
+                 " rows, first row " + std::to_string(first));
+}
+
+std::string check(const switchyard::Runtime& runtime, const Spec& s, const std::vector<Way>& ways,
+                  cudaStream_t stream) {
+  const Inputs in = inputs_of(s);
+  DeviceInputs device(s, in, stream);
+  const int64_t step = std::max<int64_t>(1, s.rows / 32);
+  const std::vector<int64_t> sample = sampled_rows(s.rows, step);
+  const Expected expected = reference(s, in, sample);
+  gpu_test::Failures failures;
+  std::optional<Outputs> first;
+  std::string detail;
+  for (const Way& w : ways) {
+    Outputs o = run_way(runtime, s, in, device, w, !first, stream);
+    if (!o.padding_untouched) failures.add(w.name + ": y's or dx's row padding was written");
+    if (!first) {
+      const double error = check_reference(failures, s, o, expected, sample, step);
+      detail = "dweight's relative error against the float64 reference " + format("%.2g", error);
+      first = std::move(o);
+      continue;
+    }
+    const std::string p = w.name + " against " + ways.front().name + ": ";
+    same_rows(failures, p + "y", s, o.y, o.row_stride, first->y, first->row_stride);
+    failures.same_bits(p + "mean", o.mean, first->mean);
+    failures.same_bits(p + "rstd", o.rstd, first->rstd);
+    same_rows(failures, p + "dx", s, o.dx, o.row_stride, first->dx, first->row_stride);
+    failures.same_bits(p + "dweight", o.dweight, first->dweight);
+    failures.same_bits(p + "dbias", o.dbias, first->dbias);
+  }
+  if (!failures.empty()) throw std::runtime_error(failures.text());
+  std::string names;
+  for (const Way& w : ways) names += (names.empty() ? "" : ", ") + w.name;
+  return std::string(layer(s) ? "y, mean, rstd, dx, dweight, dbias" : "y, rstd, dx, dweight") +
+         " bit-identical over " + names + "; " + detail;
+}
+
+// Why the plugin does not take the case (a dtype, kind or feature it does not declare), or empty.
+std::string undeclared(const switchyard::FamilyInfo& norm, const Spec& s) {
+  const uint32_t dtype = same_dtype(s.dtype, kBF16)  ? SY_DTYPE_BF16
+                         : same_dtype(s.dtype, kF16) ? SY_DTYPE_F16
+                                                     : SY_DTYPE_F32;
+  if ((norm.dtypes & dtype) == 0)
+    return std::string("the norm does not declare ") + gpu_test::short_name(s.dtype);
+  const uint32_t needed =
+      (layer(s) ? SY_NORM_FEATURE_LAYER : SY_NORM_FEATURE_RMS) |
+      ((s.flags & SY_NORM_ZERO_CENTERED_GAMMA) != 0 ? SY_NORM_FEATURE_ZERO_CENTERED_GAMMA : 0u) |
+      (accumulate(s) ? SY_NORM_FEATURE_ACCUMULATE_GRAD_WEIGHT : 0u);
+  if ((norm.features & needed) != needed)
+    return "the norm does not declare a feature the case needs";
+  return {};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string plugin = "te";
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--plugin" && i + 1 < argc) {
+      plugin = argv[++i];
+    } else {
+      std::cerr << "norm_paths_check: unexpected argument '" << arg
+                << "'\nusage: norm_paths_check [--plugin NAME]\n";
+      return 2;
+    }
+  }
+  const std::string prefix = "norm-paths-" + plugin + "/";
+  // Learned before CUDA is initialised here (inspecting runs the plugin in a child process).
+  switchyard::PluginInfo info;
+  std::string inspect_error;
+  try {
+    info = switchyard::Runtime().inspect(plugin);
+  } catch (const std::exception& e) {
+    inspect_error = e.what();
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::cout << "SKIP " << prefix << "*  no usable CUDA device\n0 passed, 0 failed, 1 skipped\n";
+    return kSkipped;
+  }
+  if (inspect_error.empty() && info.state != switchyard::PluginState::Ok)
+    inspect_error = std::string(switchyard::plugin_state_name(info.state)) + ": " + info.reason;
+  if (!inspect_error.empty()) {
+    std::cout << "FAIL " << prefix << "*  inspecting the plugin failed: " << inspect_error
+              << "\n0 passed, 1 failed, 0 skipped\n";
+    return 1;
+  }
+  int multiprocessors = 0;
+  cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, 0);
+  // On an H200 (132 SMs) te's backward at H = 4096 runs 128 threads x 32 elements, 4 blocks an
+  // SM, over at most 512 chunks: sm_margin 0 holds every chunk's block at once, 8 leaves
+  // 124 x 4 = 496 < 512 (16 blocks take two chunks), 100 leaves 32 SMs; rows of hidden + 1
+  // elements take the general kernels. A margin the GPU cannot leave is
+  // left out, and so are margins where the plugin does not declare them.
+  std::vector<Way> ways;
+  std::string left_out;
+  for (const Way& w : {Way{"sm_margin 0", 0, false}, Way{"sm_margin 8", 8, false},
+                       Way{"sm_margin 100", 100, false}, Way{"rows of H+1 elements", 0, true}}) {
+    if (w.sm_margin == 0 ||
+        (w.sm_margin < multiprocessors && (info.norm.features & SY_NORM_FEATURE_SM_MARGIN) != 0))
+      ways.push_back(w);
+    else
+      left_out += (left_out.empty() ? "" : ", ") + w.name;
+  }
+  if (!left_out.empty())
+    left_out = " (left out: " + left_out + "; " + std::to_string(multiprocessors) +
+               " SMs, sm_margin " +
+               ((info.norm.features & SY_NORM_FEATURE_SM_MARGIN) != 0 ? "" : "not ") + "declared)";
+
+  // Chunks (norm_plan.cpp): bf16/fp16 H = 4096 at most 512, so 16384 rows are 512 chunks of 32
+  // and 8192 rows 512 of 16. H = 8192: 512 threads x 16 elements, one block an SM, at most 128
+  // chunks: 128 of 128 rows (sm_margin 8 leaves 124 blocks). [2050, 4096]: ceil(2050 / 512) = 5
+  // rows a chunk, 410 chunks (chunk c: rows c, c + 410, ..., five each); sm_margin 8 still holds
+  // a block for each, 100 does not. fp32 H = 4096, RMS and LayerNorm: 256 threads x 16,
+  // min(512, 512 x 128 / 256, 132 x 2) = 256 chunks of 16 rows.
+  const uint32_t zc = SY_NORM_ZERO_CENTERED_GAMMA, acc = SY_NORM_ACCUMULATE_GRAD_WEIGHT;
+  const std::vector<Spec> specs{
+      {"rms-bf16-16384x4096", SY_NORM_RMS, kBF16, 16384, 4096, 0},
+      {"layer-bf16-16384x4096", SY_NORM_LAYER, kBF16, 16384, 4096, 0},
+      {"rms-bf16-16384x8192", SY_NORM_RMS, kBF16, 16384, 8192, 0},
+      {"layer-bf16-16384x8192", SY_NORM_LAYER, kBF16, 16384, 8192, 0},
+      {"rms-bf16-2050x4096", SY_NORM_RMS, kBF16, 2050, 4096, 0},
+      {"layer-bf16-2050x4096", SY_NORM_LAYER, kBF16, 2050, 4096, 0},
+      {"layer-bf16-8192x4096-zero-centred", SY_NORM_LAYER, kBF16, 8192, 4096, zc},
+      {"layer-bf16-8192x4096-accumulate-f32", SY_NORM_LAYER, kBF16, 8192, 4096, acc},
+      {"rms-f16-8192x4096", SY_NORM_RMS, kF16, 8192, 4096, 0},
+      {"rms-f32-4096x4096", SY_NORM_RMS, kF32, 4096, 4096, 0},
+      {"layer-f32-4096x4096", SY_NORM_LAYER, kF32, 4096, 4096, 0},
+  };
+  cudaStream_t stream = nullptr;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  switchyard::RuntimeOptions options;
+  options.norm = info.path;
+  const switchyard::Runtime runtime(options);
+  int passed = 0, failed = 0, skipped = 0;
+  for (const Spec& s : specs) {
+    const auto start = std::chrono::steady_clock::now();
+    std::string verdict = "PASS", detail = undeclared(info.norm, s);
+    if (!detail.empty()) {
+      verdict = "SKIP";
+    } else {
+      try {
+        detail = check(runtime, s, ways, stream) + left_out;
+      } catch (const std::exception& e) {
+        verdict = "FAIL";
+        detail = e.what();
+      }
+    }
+    cudaDeviceSynchronize();  // a failed case may leave an error behind; the next starts clean
+    cudaGetLastError();
+    (verdict == "PASS" ? passed : verdict == "FAIL" ? failed : skipped) += 1;
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::cout << verdict << ' ' << prefix << s.name << "  " << detail << format(" (%.0f ms)", ms)
+              << std::endl;
+  }
+  cudaStreamDestroy(stream);
+  std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
+  return failed == 0 ? 0 : 1;
+}
