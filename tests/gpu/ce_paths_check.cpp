@@ -12,6 +12,7 @@
 //   ce_paths_check [--plugin NAME]        (default: te)
 #include "ce_call_args.hpp"
 #include "gpu_tensor.hpp"
+#include "plugin_check_start.hpp"
 
 #include <switchyard/switchyard.hpp>
 
@@ -32,7 +33,6 @@ using gpu_test::kBF16;
 using gpu_test::kF32;
 using gpu_test::kI64;
 
-constexpr int kSkipped = 77;
 constexpr int64_t kIgnore = -100;
 
 struct Spec {
@@ -177,32 +177,12 @@ std::string check(const switchyard::Runtime& runtime, const Spec& s, cudaStream_
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string plugin = "te";
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--plugin" && i + 1 < argc) {
-      plugin = argv[++i];
-    } else {
-      std::cerr << "ce_paths_check: unexpected argument '" << arg
-                << "'\nusage: ce_paths_check [--plugin NAME]\n";
-      return 2;
-    }
-  }
-  const std::string prefix = "ce-paths-" + plugin + "/";
+  const gpu_test::PluginCheckStart start =
+      gpu_test::start_plugin_check(argc, argv, "ce_paths_check", "ce-paths");
+  if (start.exit_status) return *start.exit_status;
+  const std::string& prefix = start.prefix;
   switchyard::RuntimeOptions options;
-  try {
-    // Learned before CUDA is initialised here (inspecting runs the plugin in a child process).
-    options.cross_entropy = switchyard::Runtime().inspect(plugin).path;
-  } catch (const std::exception& e) {
-    std::cout << "FAIL " << prefix << "*  inspecting the plugin failed: " << e.what()
-              << "\n0 passed, 1 failed, 0 skipped\n";
-    return 1;
-  }
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::cout << "SKIP " << prefix << "*  no usable CUDA device\n0 passed, 0 failed, 1 skipped\n";
-    return kSkipped;
-  }
+  options.cross_entropy = start.info.path;
   cudaStream_t stream = nullptr;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   const switchyard::Runtime runtime(options);

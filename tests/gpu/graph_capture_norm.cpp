@@ -2,6 +2,7 @@
 // hidden size), forward then backward with dγ (and dβ), and again with
 // SY_NORM_ACCUMULATE_GRAD_WEIGHT (fp32 dγ/dβ added into, restored before every run).
 #include "graph_capture.hpp"
+#include "norm_call_args.hpp"
 
 #include <limits>
 #include <optional>
@@ -90,35 +91,17 @@ std::string run_case(const Context& ctx, const NormSpec& s) {
   if (layer(s)) outputs.push_back({"dbeta", &dbeta, s.accumulate});
 
   const Calls calls = [&](cudaStream_t stream) {
-    sy_norm_forward_args f{};
-    f.struct_size = sizeof f;
-    f.problem = &p;
-    f.x = x.dl();
-    f.weight = gamma.dl();
-    f.bias = layer(s) ? beta.dl() : nullptr;
-    f.y = y.dl();
-    f.mean = layer(s) ? mean.dl() : nullptr;
-    f.rstd = rstd.dl();
-    f.workspace = workspace.data();
-    f.workspace_bytes = bytes;
-    f.stream = stream;
-    op.forward(f);
-    sy_norm_backward_args b{};
-    b.struct_size = sizeof b;
-    b.problem = &p;
-    b.dy = dy.dl();
-    b.x_or_y = x.dl();
-    b.weight = gamma.dl();
-    b.bias = layer(s) ? beta.dl() : nullptr;
-    b.mean = layer(s) ? mean.dl() : nullptr;
-    b.rstd = rstd.dl();
-    b.dx = dx.dl();
-    b.dweight = dgamma.dl();
-    b.dbias = layer(s) ? dbeta.dl() : nullptr;
-    b.workspace = workspace.data();
-    b.workspace_bytes = bytes;
-    b.stream = stream;
-    op.backward(b);
+    NormCallTensors t;
+    t.x = &x;
+    t.gamma = &gamma;
+    t.beta = layer(s) ? &beta : nullptr;
+    t.y = &y;
+    t.mean = layer(s) ? &mean : nullptr;
+    t.rstd = &rstd;
+    t.workspace = workspace.data();
+    t.workspace_bytes = bytes;
+    op.forward(norm_forward_args(p, t, stream));
+    op.backward(norm_backward_args(p, t, dy, dx, &dgamma, layer(s) ? &dbeta : nullptr, stream));
   };
   return "forward + backward: " + eager_versus_graph(ctx.stream, outputs, workspace.data(),
                                                      static_cast<size_t>(bytes), calls);

@@ -14,6 +14,8 @@
 //
 //   norm_paths_check [--plugin NAME]        (default: te)
 #include "gpu_tensor.hpp"
+#include "norm_call_args.hpp"
+#include "plugin_check_start.hpp"
 
 #include <switchyard/conformance/reference_norm.hpp>
 #include <switchyard/switchyard.hpp>
@@ -42,7 +44,6 @@ using gpu_test::kF16;
 using gpu_test::kF32;
 using gpu_test::same_dtype;
 
-constexpr int kSkipped = 77;
 constexpr float kEps = 1e-5f;
 
 struct Spec {
@@ -186,35 +187,18 @@ Outputs run_way(const switchyard::Runtime& runtime, const Spec& s, const Inputs&
   cuda_check(cudaMemsetAsync(workspace.data(), 0xFF, workspace.bytes(), stream),
              "cudaMemsetAsync (workspace)");
 
-  sy_norm_forward_args f{};
-  f.struct_size = sizeof f;
-  f.problem = &p;
-  f.x = x.dl();
-  f.weight = d.gamma.dl();
-  f.bias = layer(s) ? d.beta.dl() : nullptr;
-  f.y = y.dl();
-  f.mean = layer(s) ? mean.dl() : nullptr;
-  f.rstd = rstd.dl();
-  f.workspace = workspace.data();
-  f.workspace_bytes = bytes;
-  f.stream = stream;
-  op.forward(f);
-  sy_norm_backward_args b{};
-  b.struct_size = sizeof b;
-  b.problem = &p;
-  b.dy = dy.dl();
-  b.x_or_y = x.dl();
-  b.weight = d.gamma.dl();
-  b.bias = f.bias;
-  b.mean = f.mean;
-  b.rstd = rstd.dl();
-  b.dx = dx.dl();
-  b.dweight = dweight.dl();
-  b.dbias = layer(s) ? dbias.dl() : nullptr;
-  b.workspace = workspace.data();
-  b.workspace_bytes = bytes;
-  b.stream = stream;
-  op.backward(b);
+  gpu_test::NormCallTensors t;
+  t.x = &x;
+  t.gamma = &d.gamma;
+  t.beta = layer(s) ? &d.beta : nullptr;
+  t.y = &y;
+  t.mean = layer(s) ? &mean : nullptr;
+  t.rstd = &rstd;
+  t.workspace = workspace.data();
+  t.workspace_bytes = bytes;
+  op.forward(gpu_test::norm_forward_args(p, t, stream));
+  op.backward(gpu_test::norm_backward_args(p, t, dy, dx, &dweight, layer(s) ? &dbias : nullptr,
+                                           stream));
   cuda_check(cudaStreamSynchronize(stream), "the forward and backward");
 
   Outputs o;
@@ -438,38 +422,11 @@ std::string undeclared(const switchyard::FamilyInfo& norm, const Spec& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string plugin = "te";
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--plugin" && i + 1 < argc) {
-      plugin = argv[++i];
-    } else {
-      std::cerr << "norm_paths_check: unexpected argument '" << arg
-                << "'\nusage: norm_paths_check [--plugin NAME]\n";
-      return 2;
-    }
-  }
-  const std::string prefix = "norm-paths-" + plugin + "/";
-  // Learned before CUDA is initialised here (inspecting runs the plugin in a child process).
-  switchyard::PluginInfo info;
-  std::string inspect_error;
-  try {
-    info = switchyard::Runtime().inspect(plugin);
-  } catch (const std::exception& e) {
-    inspect_error = e.what();
-  }
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::cout << "SKIP " << prefix << "*  no usable CUDA device\n0 passed, 0 failed, 1 skipped\n";
-    return kSkipped;
-  }
-  if (inspect_error.empty() && info.state != switchyard::PluginState::Ok)
-    inspect_error = std::string(switchyard::plugin_state_name(info.state)) + ": " + info.reason;
-  if (!inspect_error.empty()) {
-    std::cout << "FAIL " << prefix << "*  inspecting the plugin failed: " << inspect_error
-              << "\n0 passed, 1 failed, 0 skipped\n";
-    return 1;
-  }
+  const gpu_test::PluginCheckStart start =
+      gpu_test::start_plugin_check(argc, argv, "norm_paths_check", "norm-paths");
+  if (start.exit_status) return *start.exit_status;
+  const std::string& prefix = start.prefix;
+  const switchyard::PluginInfo& info = start.info;
   int multiprocessors = 0;
   cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, 0);
   // On an H200 (132 SMs) te's backward at H = 4096 runs 128 threads x 32 elements, 4 blocks an

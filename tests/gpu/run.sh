@@ -100,6 +100,31 @@ run_step() {
   echo "   exit $rc; ${rows[-1]}"
 }
 
+# no_step NAME fail|skip WHY MESSAGE: a step that cannot run, counted as one failure or one
+# skip; MESSAGE goes to the log, "WHY: FAIL" (or "WHY: skipped") to the summary's row.
+no_step() {
+  local name=$1 verdict=$2 why=$3 message=$4
+  echo "run.sh: $message" | tee -a "$all_log"
+  if [[ $verdict == fail ]]; then
+    total_fail=$((total_fail + 1))
+    rows+=("$(printf '%-22s %s' "$name" "$why: FAIL")")
+  else
+    total_skip=$((total_skip + 1))
+    rows+=("$(printf '%-22s %s' "$name" "$why: skipped")")
+  fi
+}
+
+# te_paths_step NAME PROGRAM: one of te's bit-identity checks (ce_paths_check, norm_paths_check),
+# skipped when it or the te plugin was not staged.
+te_paths_step() {
+  local name=$1 program=$2
+  if [[ -x $stage/bin/$program && -f $stage/lib/switchyard/plugins/libswitchyard-te.so ]]; then
+    run_step "$name" "$program" --plugin te
+  else
+    no_step "$name" skip "not staged" "$program or the te plugin was not staged: $name skipped"
+  fi
+}
+
 environment() {
   set +e
   uname -a
@@ -216,9 +241,8 @@ run_step doctor bash -c 'switchyard doctor; rc=$?; echo; echo "---- doctor --jso
 
 plugins=$(cuda_plugins)
 if [[ -z $plugins ]]; then
-  echo "run.sh: no plugin declares CUDA (switchyard list --json: $(cat "$work/list.err"))" | tee -a "$all_log"
-  total_fail=$((total_fail + 1))
-  rows+=("$(printf '%-22s %s' cuda-plugins 'none found: FAIL')")
+  no_step cuda-plugins fail "none found" \
+    "no plugin declares CUDA (switchyard list --json: $(cat "$work/list.err"))"
 fi
 for name in $plugins; do
   run_step "check-$name" switchyard check "$name" --device cuda
@@ -227,62 +251,40 @@ done
 if [[ -x $stage/bin/native_cuda_check ]]; then
   run_step native-cuda native_cuda_check
 else
-  echo "run.sh: native_cuda_check was not staged" | tee -a "$all_log"
-  total_fail=$((total_fail + 1))
-  rows+=("$(printf '%-22s %s' native-cuda 'not staged: FAIL')")
+  no_step native-cuda fail "not staged" "native_cuda_check was not staged"
 fi
 if [[ -x $stage/bin/comm_nccl_gpu_check ]]; then
   run_step comm-nccl comm_nccl_gpu_check
 else
-  echo "run.sh: comm_nccl_gpu_check was not staged: skipped" | tee -a "$all_log"
-  total_skip=$((total_skip + 1))
-  rows+=("$(printf '%-22s %s' comm-nccl 'not staged: skipped')")
+  no_step comm-nccl skip "not staged" "comm_nccl_gpu_check was not staged: skipped"
 fi
 if [[ -x $stage/bin/tp_nccl_check ]]; then
   tp_names=$(tp_plugins)
   if [[ -z $tp_names ]]; then
-    echo "run.sh: no staged plugin offers tensor-parallel cross entropy on CUDA (switchyard list --json: $(cat "$work/list.err"))" | tee -a "$all_log"
-    total_fail=$((total_fail + 1))
-    rows+=("$(printf '%-22s %s' tp2-nccl 'no tensor-parallel plugin: FAIL')")
+    no_step tp2-nccl fail "no tensor-parallel plugin" \
+      "no staged plugin offers tensor-parallel cross entropy on CUDA (switchyard list --json: $(cat "$work/list.err"))"
   fi
   for name in $tp_names; do
     run_step "tp2-nccl-$name" tp_nccl_check --plugin "$name" --timeout $((step_timeout - 30))
   done
 else
-  echo "run.sh: tp_nccl_check was not staged" | tee -a "$all_log"
-  total_fail=$((total_fail + 1))
-  rows+=("$(printf '%-22s %s' tp2-nccl 'not staged: FAIL')")
+  no_step tp2-nccl fail "not staged" "tp_nccl_check was not staged"
 fi
 if [[ -x $stage/bin/graph_capture_check ]]; then
   graph_names=$(graph_plugins)
   if [[ -z $graph_names ]]; then
     # Not a failure: native and fused do not declare it; te, liger (norm) and apex do.
-    echo "run.sh: no staged plugin declares graph_capture on CUDA: graph capture skipped (switchyard list --json: $(cat "$work/list.err"))" | tee -a "$all_log"
-    total_skip=$((total_skip + 1))
-    rows+=("$(printf '%-22s %s' graph 'no graph_capture plugin: skipped')")
+    no_step graph skip "no graph_capture plugin" \
+      "no staged plugin declares graph_capture on CUDA: graph capture skipped (switchyard list --json: $(cat "$work/list.err"))"
   fi
   for name in $graph_names; do
     run_step "graph-$name" graph_capture_check --plugin "$name"
   done
 else
-  echo "run.sh: graph_capture_check was not staged" | tee -a "$all_log"
-  total_fail=$((total_fail + 1))
-  rows+=("$(printf '%-22s %s' graph 'not staged: FAIL')")
+  no_step graph fail "not staged" "graph_capture_check was not staged"
 fi
-if [[ -x $stage/bin/ce_paths_check && -f $stage/lib/switchyard/plugins/libswitchyard-te.so ]]; then
-  run_step ce-paths-te ce_paths_check --plugin te
-else
-  echo "run.sh: ce_paths_check or the te plugin was not staged: ce-paths-te skipped" | tee -a "$all_log"
-  total_skip=$((total_skip + 1))
-  rows+=("$(printf '%-22s %s' ce-paths-te 'not staged: skipped')")
-fi
-if [[ -x $stage/bin/norm_paths_check && -f $stage/lib/switchyard/plugins/libswitchyard-te.so ]]; then
-  run_step norm-paths-te norm_paths_check --plugin te
-else
-  echo "run.sh: norm_paths_check or the te plugin was not staged: norm-paths-te skipped" | tee -a "$all_log"
-  total_skip=$((total_skip + 1))
-  rows+=("$(printf '%-22s %s' norm-paths-te 'not staged: skipped')")
-fi
+te_paths_step ce-paths-te ce_paths_check
+te_paths_step norm-paths-te norm_paths_check
 # The training demo on CUDA: one GPU, and two processes over NCCL when two GPUs are present.
 if [[ -x $stage/bin/switchyard ]]; then
   run_step train bash "$repo/tests/train/gpu_train_check.sh" "$stage/bin/switchyard"
