@@ -1,5 +1,7 @@
 #include "ce_plan.hpp"
 
+#include "row_claims.hpp"
+
 #include <switchyard/plugin_helpers.hpp>
 
 #include <algorithm>
@@ -70,7 +72,7 @@ CePlan ce_plan(const sy_ce_problem& p) {
         round_up(static_cast<int64_t>(p.tp_size) * p.rows * static_cast<int64_t>(sizeof(CeRowStats)),
                  256);
   else if (plan.slices && p.rows > 0 && (p.flags & SY_CE_GRAD_IN_FORWARD) != 0)
-    plan.workspace_bytes = kCeRowClaimBytes;
+    plan.workspace_bytes = kRowClaimsBytes;
   plan.scalars = scalars_of(p);
   return plan;
 }

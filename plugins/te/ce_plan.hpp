@@ -59,9 +59,6 @@ constexpr int kCeGradSliceChunks = 256;  // 4 KiB
 static_assert(kCeGradSliceChunks <= 32 * kCeSliceChunksPerThread,
               "a gradient slice must fit 32 threads of kCeSliceChunksPerThread chunks");
 
-// The persistent grad in forward's row counter (8 bytes), as a workspace of its own alignment.
-constexpr int64_t kCeRowClaimBytes = 256;
-
 struct CePlan {
   DType logits = DType::F32;
   DType grad = DType::F32;
@@ -82,7 +79,7 @@ struct CePlan {
   int grad_slice_chunks = 0;
   int grad_threads = 32;
   // tp_size > 1: tp_size x rows x sizeof(CeRowStats); tp_size 1 grad in forward on slices:
-  // kCeRowClaimBytes (the persistent kernel's row counter); else 0.
+  // kRowClaimsBytes (the persistent kernel's row counter, row_claims.hpp); else 0.
   int64_t workspace_bytes = 0;
   CeScalars scalars{};
 };

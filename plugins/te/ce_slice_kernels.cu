@@ -48,6 +48,7 @@
 #include "ce_plan.hpp"
 #include "ce_slice.cuh"
 #include "cuda_support.hpp"
+#include "row_claims.hpp"
 
 #include <switchyard/cuda/bulk_copy.cuh>
 
@@ -391,11 +392,10 @@ __global__ void __launch_bounds__(kSliceBlockThreads<M>, kSliceBlocksPerSm<M>)
 // tp_size 1 grad in forward, for logits whose every row can be bulk-copied and a grad aligned
 // for vector stores (ce_slice_fused_persistent_fits). A grid of resident clusters (K of them):
 // cluster k takes row k first, then the rows it claims, K + 0, K + 1, ..., in the order the
-// clusters ask (a row counter in the workspace, a.row_claims, zeroed ahead of each launch by
-// ce_zero_claims_kernel); its block of rank r always takes slice r. Claimed, not dealt
-// round-robin (rows k, k + K, ...): clusters do not run at one pace (their blocks share
-// multiprocessors with one or two others), and with rows dealt in turn the slowest cluster's
-// rows set the kernel's time. Same lease, bf16 [2048, 131072]: grad in forward 0.3061 ->
+// clusters ask (a row counter in the workspace, a.row_claims: row_claims.hpp); its block of
+// rank r always takes slice r. Claimed, not dealt round-robin (rows k, k + K, ...): clusters do
+// not run at one pace (their blocks share multiprocessors with one or two others), and with rows
+// dealt in turn the slowest cluster's rows set the kernel's time. Same lease, bf16 [2048, 131072]: grad in forward 0.3061 ->
 // 0.2883 ms (eleventh session).
 // Each row is Fused's: the same publish_partial, merge_cluster, row_lse and gradient functions
 // as ce_slice_kernel, so the same bits, whichever cluster runs the row and whatever K is. What
@@ -469,7 +469,7 @@ __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeSliceBlocksPerSm)
     fill_slice<D>(slice, logits + row * a.logits_stride, whole,
                   (n + piece_chunks - 1) / piece_chunks * piece_chunks, span.elements);
   __syncthreads();  // the barriers are initialised, the threads' part of row 0 is there
-  // The counter is zeroed by the kernel ahead of this one (ce_zero_claims_kernel), which this
+  // The counter is zeroed by the kernel ahead of this one (launch_zero_row_claims), which this
   // one may overlap: only the thread that claims rows waits for it.
   if (rank == 0 && tid == 0) wait_for_previous_grid();
 
@@ -542,14 +542,6 @@ __global__ void __launch_bounds__(kCeSliceMaxThreads, kCeSliceBlocksPerSm)
     cluster_arrive_relaxed();
     cluster_wait();
   }
-}
-
-// The persistent kernel's row counter zeroed on the stream ahead of it, as the primary of a
-// programmatic dependent launch: the persistent kernel is scheduled at once, and its first
-// rows' copies and folds do not queue behind a memset; only its claiming thread waits.
-__global__ void ce_zero_claims_kernel(unsigned long long* claims) {
-  *claims = 0;
-  allow_dependent_launch();
 }
 
 // ---- launch ---------------------------------------------------------------------------------
@@ -700,14 +692,8 @@ void launch_persistent(const CeKernelArgs& a, int threads, int device, void* str
   cudaLaunchAttribute attributes[3]{};
   cudaLaunchConfig_t config = slice_config(all, std::min<int64_t>(a.rows, resident), threads,
                                            attributes, stream, /*balanced=*/true);
-  attributes[config.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attributes[config.numAttrs].val.programmaticStreamSerializationAllowed = 1;
-  ++config.numAttrs;
-  // Every launch claims rows from 0 (the workspace is the caller's, in any state). Zeroed by
-  // a kernel whose dependent this launch is, not by a cudaMemsetAsync ahead of it: same lease,
-  // grad in forward 0.2879 -> 0.2871 ms (twelfth session).
-  ce_zero_claims_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(all.row_claims);
-  check_cuda(cudaGetLastError(), "launch of ce_zero_claims_kernel");
+  attributes[config.numAttrs++] = programmatic_serialization();
+  launch_zero_row_claims(all.row_claims, stream);
   check_cuda(cudaLaunchKernelEx(&config, kernel, all),
              "cudaLaunchKernelEx(ce_fused_persistent_kernel)");
 }

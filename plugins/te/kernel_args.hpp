@@ -80,6 +80,9 @@ struct NormForwardArgs {
   int32_t zero_centered = 0;
   int32_t vector_ok = 0;  // every row and parameter pointer is aligned for 16-byte access
   float eps = 1e-5f;
+  // Streamed rows past each block's first ring-full are claimed from *row_claims (in the
+  // workspace: row_claims.hpp); NULL: every block takes rows blockIdx.x + k·gridDim.x.
+  unsigned long long* row_claims = nullptr;
 };
 
 // Normalization backward. dgamma/dbeta partials are written per chunk of at most rows_per_chunk

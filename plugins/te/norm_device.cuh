@@ -177,12 +177,21 @@ struct RingSources {
 struct Ring {
   RingLayout layout;
   StageRing stages;
+  // Per stage, the row it holds (-1: none, the block's rows are done); NULL: not recorded, the
+  // readers know their rows.
+  int64_t* stage_rows = nullptr;
 
-  __device__ Ring(const RingLayout& l, unsigned char* memory, uint64_t* full)
-      : layout(l), stages{memory, full, nullptr, l.stages, l.stage_bytes} {}
+  __device__ Ring(const RingLayout& l, unsigned char* memory, uint64_t* full,
+                  int64_t* rows_of_stages = nullptr)
+      : layout(l), stages{memory, full, nullptr, l.stages, l.stage_bytes}, stage_rows(rows_of_stages) {}
+
+  // The row the stage at `at` holds, once wait(at) returned (recorded rings only).
+  __device__ int64_t row_at(const StagePosition& at) const { return stage_rows[at.index()]; }
 
   // Thread 0 only: copies row `row` of every streamed tensor into the stage at `at`.
   __device__ void fill(const StagePosition& at, int64_t row, const RingSources& src) const {
+    // Written before the barrier's arrival (a release): its waiters see it.
+    if (stage_rows != nullptr) stage_rows[at.index()] = row;
     uint32_t total = 0;
 #pragma unroll
     for (int k = 0; k < kMaxStreams; ++k) total += layout.bytes[k];
@@ -206,18 +215,32 @@ struct Ring {
   __device__ void start(Cursor& next, StagePosition& filled, const RingSources& src) const {
     if (threadIdx.x == 0) stages.init();
     __syncthreads();
-    if (threadIdx.x == 0)
-      for (uint32_t i = 0; i < layout.stages && next.row >= 0; ++i, next.advance()) {
+    if (threadIdx.x == 0) {
+      uint32_t i = 0;
+      for (; i < layout.stages && next.row >= 0; ++i, next.advance()) {
         fill(filled, next.row, src);
         filled.advance(layout.stages);
       }
+      if (i < layout.stages) mark_end(next, filled);
+    }
+  }
+
+  // Thread 0 only, a recorded ring whose cursor is past the block's last row (-1): the stage at
+  // `filled` completes at once holding row -1, which ends the readers' loop; then -2, so that
+  // this happens once.
+  template <class Cursor>
+  __device__ void mark_end(Cursor& next, const StagePosition& filled) const {
+    if (stage_rows == nullptr || next.row != -1) return;
+    stage_rows[filled.index()] = -1;
+    stages.arm(filled, 0);
+    next.row = -2;
   }
 
   // Thread 0 only, after a barrier that ends every thread's reads of the stage at `filled`
   // (the iteration `stages` before it): the stage takes the block's next row, if it has one.
   template <class Cursor>
   __device__ void refill(Cursor& next, StagePosition& filled, const RingSources& src) const {
-    if (next.row < 0) return;
+    if (next.row < 0) return mark_end(next, filled);
     cuda::bulk_reuse_fence();
     fill(filled, next.row, src);
     filled.advance(layout.stages);
@@ -225,7 +248,50 @@ struct Ring {
   }
 };
 
-// The forward's rows of a block: blockIdx.x, + gridDim.x, ...; row = -1 past the last.
+// The forward's streamed rows of a block (thread 0's): its first `stages` rows by stride
+// (blockIdx.x, + gridDim.x, ...), then rows claimed from a.row_claims (row_claims.hpp; NULL: by
+// stride throughout) as the block frees up, so that the grid's faster multiprocessors take more
+// rows; row = -1 past the last. Each claim is made one row ahead, so that its round trip to L2
+// overlaps a row's work. The cursor lives in shared memory (State) but for the claim in flight:
+// every thread of the block would hold its registers, and the forward has none to spare.
+struct ClaimCursor {
+  struct State {
+    int64_t row, first_claimed;
+    uint32_t static_left;  // rows still to take by stride before claiming
+  };
+  const NormForwardArgs& a;
+  State& s;
+  int64_t& row;
+  uint32_t claimed = 0;  // the claim in flight: rows past first_claimed (fewer than 2^32)
+
+  // Thread 0's; the others construct it and never use it.
+  __device__ ClaimCursor(const NormForwardArgs& args, uint32_t stages, State& state)
+      : a(args), s(state), row(state.row) {
+    if (threadIdx.x != 0) return;
+    s.row = static_cast<int64_t>(blockIdx.x) < a.rows ? static_cast<int64_t>(blockIdx.x) : -1;
+    s.first_claimed = static_cast<int64_t>(stages) * gridDim.x;
+    s.static_left = stages - 1;
+    if (a.row_claims != nullptr && s.first_claimed < a.rows) {
+      wait_for_previous_grid();  // the counter's zeroing (row_claims.hpp)
+      claimed = static_cast<uint32_t>(atomicAdd(a.row_claims, 1ull));
+    }
+  }
+  __device__ void advance() {
+    if (row < 0) return;
+    if (s.static_left > 0 || a.row_claims == nullptr) {
+      if (s.static_left > 0) --s.static_left;
+      row += gridDim.x;
+      if (row >= a.rows) row = -1;
+      return;
+    }
+    row = s.first_claimed + claimed;
+    if (row >= a.rows) row = -1;
+    else claimed = static_cast<uint32_t>(atomicAdd(a.row_claims, 1ull));
+  }
+};
+
+// The forward's rows of a block by stride alone: blockIdx.x, + gridDim.x, ...; row = -1 past the
+// last. In registers: the LayerNorm forward, whose rows are not claimed, measured faster so.
 struct StrideCursor {
   int64_t row, rows;
   __device__ explicit StrideCursor(int64_t total)

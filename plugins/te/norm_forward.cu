@@ -15,6 +15,7 @@
 #include "cuda_support.hpp"
 #include "norm_device.cuh"
 #include "norm_launch.cuh"
+#include "row_claims.hpp"
 #include "te_device.cuh"
 
 #include <switchyard/norm.h>
@@ -125,6 +126,15 @@ constexpr bool kForwardBetaShared = D != kMixed && VEC == 8 && LAYER;
 template <int VEC, int CPT, int D, bool LAYER>
 constexpr bool kForwardFloatRow = D != kMixed && VEC == 8 && CPT <= 4 && LAYER;
 
+// Streamed RMS/L2 rows are claimed by the blocks as they free up (norm_device.cuh, ClaimCursor),
+// not dealt by stride: the multiprocessors of a memory-bound forward do not run at one pace
+// (timelines: SMs holding the same rows of RMS 4096 ended between 49 and 72 us). Same lease,
+// forward: RMS 4096 0.0749 -> 0.0733 ms, 8192 0.1433 -> 0.1378. LayerNorm's forward, issue-bound
+// with its SMs ending together, kept its stride: the recorded rows cost it registers (112 and
+// a 40-byte spill at 4096) and time (0.0814 -> 0.0864 ms at 4096, 0.1491 -> 0.1602 at 8192).
+template <bool LAYER>
+constexpr bool kForwardClaimsRows = norm_forward_claims_rows(LAYER);
+
 // The forward's rows. LAYER: LayerNorm (Chan's merge, y from h − mean), else RMS/L2 (the sum
 // of squares; y from h, which is (h − 0) exactly). G: the GammaForm. Rows stream through the
 // ring exactly when the dtypes are known (D != kMixed): the host picks that instantiation only
@@ -148,8 +158,15 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
   const int64_t step = gridDim.x;
   const RingSources src{{static_cast<const char*>(a.x), static_cast<const char*>(a.residual), nullptr},
                         {a.x_row_bytes, a.residual_row_bytes, 0}};
-  const Ring ring{layout, ring_memory, full};
-  StrideCursor next(a.rows);  // thread 0's: the next row to fill
+  // RMS/L2 rows are claimed (kForwardClaimsRows): each stage records its row.
+  constexpr bool kClaimed = STREAMED && kForwardClaimsRows<LAYER>;
+  __shared__ int64_t stage_rows[kMaxStages];
+  const Ring ring{layout, ring_memory, full, kClaimed ? stage_rows : nullptr};
+  __shared__ ClaimCursor::State cursor_state;
+  auto next = [&] {  // thread 0's: the next row to fill
+    if constexpr (kClaimed) return ClaimCursor(a, layout.stages, cursor_state);
+    else return StrideCursor(a.rows);
+  }();
   StagePosition filled;
   if constexpr (STREAMED) ring.start(next, filled, src);
   constexpr bool kGammaInRegisters = kForwardGammaInRegisters<CPT, D> && G != kGammaOne;
@@ -182,7 +199,8 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
   }
   int parity = 0;
   StagePosition at;  // this row's stage
-  for (int64_t row = blockIdx.x; row < a.rows; row += step, at.advance(layout.stages)) {
+  // Claimed rows are the ring's (each stage records its row; -1 ends), the others by stride.
+  for (int64_t row = blockIdx.x; kClaimed || row < a.rows; row += step, at.advance(layout.stages)) {
     // gamma does not change from row to row: hoisted out of this loop, its conversion would
     // hold 32 floats (95 registers, five blocks a multiprocessor); converted where used, 80 and
     // six (measured LayerNorm 4096 forward 0.0950 -> 0.0899 ms, RMS unchanged, when LayerNorm
@@ -197,6 +215,10 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
         residual ? static_cast<const char*>(a.residual) + row * a.residual_row_bytes : nullptr;
     if constexpr (STREAMED) {
       const char* stage = ring.wait(at);
+      if constexpr (kClaimed) {  // the stage's row (x_row and res_row: the stage's, below)
+        row = ring.row_at(at);
+        if (row < 0) break;
+      }
       x_row = stage + layout.offset[0];
       if (residual) res_row = stage + layout.offset[1];
     }
@@ -376,7 +398,20 @@ void forward_with(const NormForwardArgs& a, const NormLayout& l, const RingLayou
   if (shared != 0) allow_all_shared(reinterpret_cast<const void*>(kernel), device, "norm_forward_kernel", raised);
   const int grid = grid_for(reinterpret_cast<const void*>(kernel), l.threads, shared, a.rows,
                             device, sm_margin);
-  kernel<<<grid, l.threads, shared, stream_of(stream)>>>(a, ring);
+  if (D == kMixed || !kForwardClaimsRows<LAYER> || a.row_claims == nullptr) {
+    kernel<<<grid, l.threads, shared, stream_of(stream)>>>(a, ring);
+    return;
+  }
+  launch_zero_row_claims(a.row_claims, stream);
+  cudaLaunchAttribute attributes[1] = {programmatic_serialization()};
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(grid));
+  config.blockDim = dim3(static_cast<unsigned>(l.threads));
+  config.dynamicSmemBytes = shared;
+  config.stream = stream_of(stream);
+  config.attrs = attributes;
+  config.numAttrs = 1;
+  check_cuda(cudaLaunchKernelEx(&config, kernel, a, ring), "cudaLaunchKernelEx(norm_forward_kernel)");
 }
 
 // Streams the rows through a ring with the compile-time dtype D when they can be, else reads

@@ -116,6 +116,14 @@ void norm_forward(const sy_norm_forward_args& args) {
                     ? 1
                     : 0;
   a.eps = p.eps;
+  // The streamed RMS/L2 forward claims its rows through a counter in the workspace
+  // (row_claims.hpp). Without one (NULL: the forward needed none before) rows go by stride.
+  if (plan.row_claims_bytes > 0 && args.workspace != nullptr) {
+    require_workspace(args.workspace, args.workspace_bytes, plan.workspace_bytes);
+    require_device_memory(args.workspace, "workspace", p.device);
+    a.row_claims = reinterpret_cast<unsigned long long*>(static_cast<char*>(args.workspace) +
+                                                         plan.row_claims_offset);
+  }
   launch_norm_forward(a, plan.forward, device, p.sm_margin, args.stream);
 }
 

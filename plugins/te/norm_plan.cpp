@@ -1,6 +1,7 @@
 #include "norm_plan.hpp"
 
 #include "ce_plan.hpp"
+#include "row_claims.hpp"
 
 #include <algorithm>
 
@@ -66,7 +67,10 @@ NormPlan norm_plan(const sy_norm_problem& p) {
   plan.chunk_count = ceil_div(p.rows, plan.rows_per_chunk);
   plan.parameters = p.kind == SY_NORM_LAYER ? 2 : p.kind == SY_NORM_RMS ? 1 : 0;
   plan.partial_bytes = round_up(plan.chunk_count * p.hidden * 4, 256);
-  plan.workspace_bytes = plan.parameters * plan.partial_bytes;
+  plan.row_claims_offset = plan.parameters * plan.partial_bytes;
+  plan.row_claims_bytes =
+      norm_forward_claims_rows(p.kind == SY_NORM_LAYER) && p.rows > 0 ? kRowClaimsBytes : 0;
+  plan.workspace_bytes = plan.row_claims_offset + plan.row_claims_bytes;
   return plan;
 }
 

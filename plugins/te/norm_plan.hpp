@@ -36,8 +36,16 @@ struct NormPlan {
   int64_t chunk_count = 0;     // ceil(rows / rows_per_chunk), at most kNormMaxRowChunks
   int parameters = 0;          // partial arrays: LayerNorm 2 (gamma, beta), RMSNorm 1, L2Norm 0
   int64_t partial_bytes = 0;   // one partial array, 256-byte aligned
-  int64_t workspace_bytes = 0; // parameters x partial_bytes (the forward needs none)
+  // The forward's row counter (row_claims.hpp), after the partials; 0 bytes where the forward
+  // does not claim its rows (norm_forward_claims_rows).
+  int64_t row_claims_offset = 0;
+  int64_t row_claims_bytes = 0;
+  int64_t workspace_bytes = 0; // parameters x partial_bytes + row_claims_bytes
 };
+
+// Whether the streamed forward claims its rows from a counter (norm_forward.cu,
+// kForwardClaimsRows, which says why): RMS and L2, not LayerNorm.
+constexpr bool norm_forward_claims_rows(bool layer) { return !layer; }
 
 // The dgamma/dbeta partition: at most kNormMaxRowChunks chunks (for 128-thread backward blocks,
 // scaled down for wider ones): about one per backward block an H200 holds at once, so that every

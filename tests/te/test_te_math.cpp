@@ -6,6 +6,7 @@
 #include "ce_math.hpp"
 #include "ce_plan.hpp"
 #include "norm_plan.hpp"
+#include "row_claims.hpp"
 #include "te_math.hpp"
 
 #include <doctest/doctest.h>
@@ -579,18 +580,23 @@ TEST_CASE("norm plan: the dgamma partition depends on rows and hidden only") {
   for (int64_t rows : {int64_t{1}, int64_t{5}, int64_t{9}, int64_t{1000}, int64_t{16384},
                        int64_t{1} << 20}) {
     for (int64_t hidden : {int64_t{127}, int64_t{4096}, int64_t{8192}}) {
-      sy_norm_problem p = norm(rows, hidden, DLDataType{kDLBfloat, 16, 1});
-      const NormPlan a = norm_plan(p);
-      p.sm_margin = 33;
-      p.flags = SY_NORM_ACCUMULATE_GRAD_WEIGHT | SY_NORM_RESIDUAL;
-      const NormPlan b = norm_plan(p);
-      CHECK(a.rows_per_chunk == b.rows_per_chunk);
-      CHECK(a.chunk_count == b.chunk_count);
-      CHECK(a.chunk_count * a.rows_per_chunk >= rows);
-      CHECK((a.chunk_count - 1) * a.rows_per_chunk < rows);
-      CHECK(a.chunk_count <= kNormMaxRowChunks);
-      CHECK(a.workspace_bytes == a.parameters * a.partial_bytes);
-      CHECK(a.partial_bytes >= a.chunk_count * hidden * 4);
+      for (sy_norm_kind kind : {SY_NORM_LAYER, SY_NORM_RMS, SY_NORM_L2}) {
+        sy_norm_problem p = norm(rows, hidden, DLDataType{kDLBfloat, 16, 1}, kind);
+        const NormPlan a = norm_plan(p);
+        p.sm_margin = 33;
+        p.flags = SY_NORM_ACCUMULATE_GRAD_WEIGHT | SY_NORM_RESIDUAL;
+        const NormPlan b = norm_plan(p);
+        CHECK(a.rows_per_chunk == b.rows_per_chunk);
+        CHECK(a.chunk_count == b.chunk_count);
+        CHECK(a.chunk_count * a.rows_per_chunk >= rows);
+        CHECK((a.chunk_count - 1) * a.rows_per_chunk < rows);
+        CHECK(a.chunk_count <= kNormMaxRowChunks);
+        // The partials, then the forward's row counter where it claims rows (RMS/L2).
+        CHECK(a.row_claims_offset == a.parameters * a.partial_bytes);
+        CHECK(a.row_claims_bytes == (kind == SY_NORM_LAYER ? 0 : kRowClaimsBytes));
+        CHECK(a.workspace_bytes == a.row_claims_offset + a.row_claims_bytes);
+        CHECK(a.partial_bytes >= a.chunk_count * hidden * 4);
+      }
     }
   }
   // The performance shapes: 512 chunks of 32 rows at 4096 (128-thread backward blocks), 128
@@ -668,9 +674,9 @@ TEST_CASE("ce plan: block sizes follow the row, never the batch") {
       CHECK(a.workspace_bytes == 0);
       // Grad in forward on slices: the persistent kernel's row counter, whatever the rows.
       p.flags = SY_CE_GRAD_IN_FORWARD;
-      CHECK(ce_plan(p).workspace_bytes == (a.slices ? kCeRowClaimBytes : 0));
+      CHECK(ce_plan(p).workspace_bytes == (a.slices ? kRowClaimsBytes : 0));
       p.rows = 7;
-      CHECK(ce_plan(p).workspace_bytes == (a.slices ? kCeRowClaimBytes : 0));
+      CHECK(ce_plan(p).workspace_bytes == (a.slices ? kRowClaimsBytes : 0));
     }
   }
   // bf16 [*, 131072]: 512-thread statistics blocks, 512-thread fused blocks keeping 13 of

@@ -375,23 +375,26 @@ TEST_CASE("sm_margin is accepted when the device cannot be asked, refused when i
   }
 }
 
-TEST_CASE("norm workspace: fp32 partials of dgamma (and dbeta) per fixed chunk of rows") {
+TEST_CASE("norm workspace: fp32 partials of dgamma (and dbeta) per fixed chunk of rows, and the "
+          "RMS/L2 forward's row counter") {
   // README: at most 512 × 128 / (backward threads) chunks of ceil(rows / that) rows.
   // bf16 [16384, 4096] (128 threads): 512 chunks of 32 rows; LayerNorm has two partial arrays,
-  // RMS one, L2 none.
+  // RMS one, L2 none; RMS and L2 add 256 bytes for the forward's row counter.
   const int64_t partial = round_up(512 * 4096 * 4, 256);
+  const int64_t counter = 256;
   CHECK(norm_workspace(norm_problem(SY_NORM_LAYER, 16384, 4096)) == 2 * partial);
-  CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 16384, 4096)) == partial);
-  CHECK(norm_workspace(norm_problem(SY_NORM_L2, 16384, 4096)) == 0);
+  CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 16384, 4096)) == partial + counter);
+  CHECK(norm_workspace(norm_problem(SY_NORM_L2, 16384, 4096)) == counter);
   // [16384, 8192] (512 threads): 128 chunks of 128 rows.
-  CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 16384, 8192)) == round_up(128 * 8192 * 4, 256));
+  CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 16384, 8192)) ==
+        round_up(128 * 8192 * 4, 256) + counter);
   // Independent of sm_margin (the partition never depends on the grid).
   sy_norm_problem p = norm_problem(SY_NORM_LAYER, 16384, 4096);
   p.sm_margin = 16;
   CHECK(norm_workspace(p) == 2 * partial);
   // Few rows: one chunk per row.
   CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 5, 127)) > 0);
-  CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 0, 127)) == 0);
+  CHECK(norm_workspace(norm_problem(SY_NORM_RMS, 0, 127)) == 0);  // no rows: nothing runs
 }
 
 // ---- refusals of forward/backward (descriptor checks, before any GPU work) -------------------
