@@ -574,6 +574,21 @@ TEST_CASE("norm plan: every hidden size fits the registers of one block of <= 51
   const NormPlan rms16384 = norm_plan(norm(16384, 16384, bf16, SY_NORM_RMS));
   CHECK(rms16384.backward.threads == 512);
   CHECK(rms16384.backward.chunks_per_thread == 4);
+  // Rows that cannot stream at 16 bits (fp32, mixed dtypes, memory-efficient) take 16 elements
+  // a thread in the backward, RMS/L2 as LayerNorm (fourteenth session: fp32 RMS 4096 backward
+  // at 256 x 16 against 128 x 32, forward + backward 0.485 -> 0.383 ms).
+  const DLDataType f32{kDLFloat, 32, 1};
+  for (sy_norm_kind kind : {SY_NORM_RMS, SY_NORM_LAYER, SY_NORM_L2}) {
+    const NormPlan fp32 = norm_plan(norm(16384, 4096, f32, kind));
+    CHECK(fp32.backward.threads == 256);
+    CHECK(fp32.backward.chunks_per_thread * fp32.backward.vec == 16);
+    sy_norm_problem p = norm(16384, 4096, bf16, kind);
+    p.y_dtype = f32;  // mixed dtypes: the general kernel
+    CHECK(norm_plan(p).backward.chunks_per_thread * norm_plan(p).backward.vec == 16);
+  }
+  sy_norm_problem efficient = norm(16384, 4096, bf16, SY_NORM_RMS);
+  efficient.flags = SY_NORM_MEMORY_EFFICIENT;
+  CHECK(norm_plan(efficient).backward.threads == 256);
 }
 
 TEST_CASE("norm plan: the dgamma partition depends on rows and hidden only") {
