@@ -262,7 +262,8 @@ struct ClaimCursor {
   const NormForwardArgs& a;
   State& s;
   int64_t& row;
-  uint32_t claimed = 0;  // the claim in flight: rows past first_claimed (fewer than 2^32)
+  uint32_t claimed = 0;  // the claim in flight: rows past first_claimed (the plan claims only
+                         // where rows < 2^32)
 
   // Thread 0's; the others construct it and never use it.
   __device__ ClaimCursor(const NormForwardArgs& args, uint32_t stages, State& state)

@@ -4,6 +4,7 @@
 #include "row_claims.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace switchyard::te {
 namespace {
@@ -68,8 +69,10 @@ NormPlan norm_plan(const sy_norm_problem& p) {
   plan.parameters = p.kind == SY_NORM_LAYER ? 2 : p.kind == SY_NORM_RMS ? 1 : 0;
   plan.partial_bytes = round_up(plan.chunk_count * p.hidden * 4, 256);
   plan.row_claims_offset = plan.parameters * plan.partial_bytes;
+  // The forward's cursor counts claims in 32 bits (ClaimCursor): more rows go by stride.
+  const bool claimable = p.rows > 0 && p.rows <= int64_t{UINT32_MAX};
   plan.row_claims_bytes =
-      norm_forward_claims_rows(p.kind == SY_NORM_LAYER) && p.rows > 0 ? kRowClaimsBytes : 0;
+      norm_forward_claims_rows(p.kind == SY_NORM_LAYER) && claimable ? kRowClaimsBytes : 0;
   plan.workspace_bytes = plan.row_claims_offset + plan.row_claims_bytes;
   return plan;
 }

@@ -1,6 +1,7 @@
 // Norm cases of graph_capture_check: bf16 RMSNorm and LayerNorm [256, 4096] (a transformer's
 // hidden size), forward then backward with dγ (and dβ), and again with
-// SY_NORM_ACCUMULATE_GRAD_WEIGHT (fp32 dγ/dβ added into, restored before every run).
+// SY_NORM_ACCUMULATE_GRAD_WEIGHT (fp32 dγ/dβ added into, restored before every run); and RMSNorm
+// [16384, 4096], whose rows te's forward claims through its workspace.
 #include "graph_capture.hpp"
 #include "norm_call_args.hpp"
 
@@ -17,6 +18,7 @@ struct NormSpec {
   std::string name;
   sy_norm_kind kind = SY_NORM_RMS;
   bool accumulate = false;
+  int64_t rows = kRows;
 };
 
 bool layer(const NormSpec& s) { return s.kind == SY_NORM_LAYER; }
@@ -43,7 +45,7 @@ std::string run_case(const Context& ctx, const NormSpec& s) {
   sy_norm_problem p{};
   p.struct_size = sizeof p;
   p.kind = s.kind;
-  p.rows = kRows;
+  p.rows = s.rows;
   p.hidden = kHidden;
   p.eps = 1e-5f;
   p.x_dtype = kBF16;
@@ -64,17 +66,17 @@ std::string run_case(const Context& ctx, const NormSpec& s) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
 
   Random random("graph-norm/" + s.name);
-  std::vector<double> x_values = uniform(random, kRows * kHidden, -3.0, 3.0);
-  for (int64_t i = 0; i < kRows; ++i)  // row offsets: LayerNorm's mean matters
+  std::vector<double> x_values = uniform(random, s.rows * kHidden, -3.0, 3.0);
+  for (int64_t i = 0; i < s.rows; ++i)  // row offsets: LayerNorm's mean matters
     for (int64_t j = 0; j < kHidden; ++j) x_values[i * kHidden + j] += static_cast<double>(i % 5) - 2.0;
-  GpuTensor x(kBF16, kRows, kHidden, 0, 0), dy(kBF16, kRows, kHidden, 0, 0);
+  GpuTensor x(kBF16, s.rows, kHidden, 0, 0), dy(kBF16, s.rows, kHidden, 0, 0);
   x.fill(x_values, nan);
-  dy.fill(uniform(random, kRows * kHidden, -1.0, 1.0), nan);
+  dy.fill(uniform(random, s.rows * kHidden, -1.0, 1.0), nan);
   GpuTensor gamma(kBF16, kHidden, 0, 0, 0), beta(kBF16, kHidden, 0, 0, 0);
   gamma.fill(uniform(random, kHidden, 0.5, 1.5), 0);
   beta.fill(uniform(random, kHidden, -0.5, 0.5), 0);
-  GpuTensor y(kBF16, kRows, kHidden, 0, 0), dx(kBF16, kRows, kHidden, 0, 0);
-  GpuTensor mean(kF32, kRows, 0, 0, 0), rstd(kF32, kRows, 0, 0, 0);
+  GpuTensor y(kBF16, s.rows, kHidden, 0, 0), dx(kBF16, s.rows, kHidden, 0, 0);
+  GpuTensor mean(kF32, s.rows, 0, 0, 0), rstd(kF32, s.rows, 0, 0, 0);
   GpuTensor dgamma(p.grad_weight_dtype, kHidden, 0, 0, 0), dbeta(p.grad_weight_dtype, kHidden, 0, 0, 0);
   if (s.accumulate) {  // the main grads already hold earlier micro-batches' sums
     dgamma.fill(uniform(random, kHidden, -2.0, 2.0), 0);
@@ -116,6 +118,9 @@ std::vector<Case> norm_cases() {
       {"norm-rms-" + shape + "-accumulate", SY_NORM_RMS, true},
       {"norm-layer-" + shape, SY_NORM_LAYER, false},
       {"norm-layer-" + shape + "-accumulate", SY_NORM_LAYER, true},
+      // More rows than a grid's first ring-full: te's streamed RMS forward claims the rest from
+      // a counter zeroed by a kernel it depends on programmatically, captured as such.
+      {"norm-rms-bf16-16384x" + std::to_string(kHidden), SY_NORM_RMS, false, 16384},
   };
   std::vector<Case> cases;
   for (const NormSpec& s : specs)

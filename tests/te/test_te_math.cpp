@@ -614,6 +614,11 @@ TEST_CASE("norm plan: the dgamma partition depends on rows and hidden only") {
       }
     }
   }
+  // Past 2^32 - 1 rows the forward's 32-bit claim count could wrap: no counter, rows by stride.
+  CHECK(norm_plan(norm(int64_t{UINT32_MAX}, 8, DLDataType{kDLBfloat, 16, 1}, SY_NORM_RMS))
+            .row_claims_bytes == kRowClaimsBytes);
+  CHECK(norm_plan(norm(int64_t{UINT32_MAX} + 1, 8, DLDataType{kDLBfloat, 16, 1}, SY_NORM_RMS))
+            .row_claims_bytes == 0);
   // The performance shapes: 512 chunks of 32 rows at 4096 (128-thread backward blocks), 128
   // of 128 at 8192 and 16384 (512 threads).
   CHECK(norm_plan(norm(16384, 4096, DLDataType{kDLBfloat, 16, 1})).chunk_count == 512);
