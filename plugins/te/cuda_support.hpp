@@ -76,6 +76,15 @@ class DeviceGuard {
 // kernel could fault on it. NULL is not checked.
 void require_device_memory(const void* address, const char* name, DLDevice device);
 
+// The launch attribute of a programmatic dependent launch: the kernel may be scheduled while
+// the one ahead of it on the stream still runs (row_claims.hpp says what for).
+inline cudaLaunchAttribute programmatic_serialization() {
+  cudaLaunchAttribute a{};
+  a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  a.val.programmaticStreamSerializationAllowed = 1;
+  return a;
+}
+
 }  // namespace switchyard::te
 
 #endif

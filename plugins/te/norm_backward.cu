@@ -488,9 +488,7 @@ void launch_norm_finalize(const NormFinalizeArgs& a, void* stream) {
   config.gridDim = grid;
   config.blockDim = dim3(kFinalizeColumns * kFinalizeSegments);
   config.stream = stream_of(stream);
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attribute = programmatic_serialization();
   config.attrs = &attribute;
   config.numAttrs = 1;
   check_cuda(cudaLaunchKernelEx(&config, norm_finalize_kernel, a),

@@ -398,8 +398,14 @@ void forward_with(const NormForwardArgs& a, const NormLayout& l, const RingLayou
   if (shared != 0) allow_all_shared(reinterpret_cast<const void*>(kernel), device, "norm_forward_kernel", raised);
   const int grid = grid_for(reinterpret_cast<const void*>(kernel), l.threads, shared, a.rows,
                             device, sm_margin);
-  if (D == kMixed || !kForwardClaimsRows<LAYER> || a.row_claims == nullptr) {
-    kernel<<<grid, l.threads, shared, stream_of(stream)>>>(a, ring);
+  // Blocks claim rows only past the grid's first ring-full (ClaimCursor): where there are none,
+  // no counter and no zeroing kernel (a decode step's few rows).
+  const bool claims = D != kMixed && kForwardClaimsRows<LAYER> && a.row_claims != nullptr &&
+                      a.rows > int64_t{ring.stages} * grid;
+  if (!claims) {
+    NormForwardArgs plain = a;
+    plain.row_claims = nullptr;
+    kernel<<<grid, l.threads, shared, stream_of(stream)>>>(plain, ring);
     return;
   }
   launch_zero_row_claims(a.row_claims, stream);

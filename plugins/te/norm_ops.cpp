@@ -130,7 +130,8 @@ void norm_forward(const sy_norm_forward_args& args) {
 void norm_backward(const sy_norm_backward_args& args) {
   const sy_norm_problem& p = *args.problem;
   const NormPlan plan = norm_plan(p);
-  validate_norm_backward(args, plan.workspace_bytes);
+  // The partials only: the row counter after them is the forward's.
+  validate_norm_backward(args, plan.row_claims_offset);
   const int device = p.device.device_id;
   DeviceGuard guard(device);
   require_usable_margin(p.sm_margin, device);

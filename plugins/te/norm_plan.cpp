@@ -35,8 +35,10 @@ NormPlan norm_plan(const sy_norm_problem& p) {
   // at LayerNorm 8192: forward 0.1697 ms with 128 threads x 64 elements, 0.1605 with 256 x 32
   // (since its Chan merge has known shares; before, 0.194 against 0.233 the other way).
   plan.forward = layout_for(plan.chunks, vec, 32);
-  // The backward: LayerNorm with 32 would spill in the fp32 and the general (mixed dtypes,
-  // memory-efficient) kernels, which also keep a dbeta sum per element: 16 there. Streamed
+  // The backward: rows that cannot stream at 16 bits (fp32, mixed dtypes, memory-efficient) take
+  // 16 in every kind (`narrow`): LayerNorm's general and fp32 kernels, which also keep a dbeta
+  // sum per element, would spill at 32, and the fp32 RMS backward at 4096 measured 0.485 ->
+  // 0.383 ms forward + backward at 256 x 16 against 128 x 32 (fourteenth session). Streamed
   // 16-bit rows take 16 where that makes a block of 512 threads (hidden in (7680, 8192]), whose
   // kernel holds dy·γ_eff across the reduction (with the dbeta sums too) and streams dy through
   // a ring of its own (norm_backward.cu, kBackwardSplitRing), and 32 elsewhere. Measured on the

@@ -36,8 +36,8 @@ struct NormPlan {
   int64_t chunk_count = 0;     // ceil(rows / rows_per_chunk), at most kNormMaxRowChunks
   int parameters = 0;          // partial arrays: LayerNorm 2 (gamma, beta), RMSNorm 1, L2Norm 0
   int64_t partial_bytes = 0;   // one partial array, 256-byte aligned
-  // The forward's row counter (row_claims.hpp), after the partials; 0 bytes where the forward
-  // does not claim its rows (norm_forward_claims_rows).
+  // The forward's row counter (row_claims.hpp), after the partials (so the offset is the bytes
+  // the backward needs); 0 bytes where the forward does not claim its rows.
   int64_t row_claims_offset = 0;
   int64_t row_claims_bytes = 0;
   int64_t workspace_bytes = 0; // parameters x partial_bytes + row_claims_bytes
