@@ -420,6 +420,16 @@ void forward_with(const NormForwardArgs& a, const NormLayout& l, const RingLayou
   check_cuda(cudaLaunchKernelEx(&config, kernel, a, ring), "cudaLaunchKernelEx(norm_forward_kernel)");
 }
 
+// The forward's ring holds two rows a block: the one being normalised and the next, not as many
+// as fit. More rows in flight made the forward slower, not faster: sixteenth session, two leases,
+// bf16 [16384, H] forward, 2 stages against as many as fit (LayerNorm 6 at 4096 and 8192, RMS 3
+// at 4096 and 4 at 8192): LayerNorm 4096 0.0803 -> 0.0787 and 0.0814 -> 0.0797 ms, 8192 0.1486
+// -> 0.1455 and 0.1496 -> 0.1473; RMS 4096 0.0727 -> 0.0722 and 0.0733 -> 0.0732, 8192 0.1372
+// -> 0.1363 and 0.1377 -> 0.1373. Each block still has its next row in flight while it works
+// (32 to 56 KiB a multiprocessor at these shapes); why the deeper rings were slower was not
+// established (the bytes moved are the same).
+constexpr uint32_t kForwardStages = 2;
+
 // Streams the rows through a ring with the compile-time dtype D when they can be, else reads
 // them directly (kMixed).
 template <int VEC, int CPT, int D, bool LAYER>
@@ -428,8 +438,9 @@ void forward_streamed_or_not(const NormForwardArgs& a, const NormLayout& l, Ring
   // The block's copy of beta where this instantiation reads it (kForwardBetaShared).
   if (kForwardBetaShared<VEC, D, LAYER> && a.bias != nullptr)
     stage.parameter_bytes = parameter_copy_bytes(a.hidden, VEC);
-  const RingLayout ring = with_stages(
-      stage, reinterpret_cast<const void*>(norm_forward_kernel<VEC, CPT, D, LAYER>), l.threads, device);
+  const RingLayout ring =
+      with_stages(stage, reinterpret_cast<const void*>(norm_forward_kernel<VEC, CPT, D, LAYER>),
+                  l.threads, device, kForwardStages);
   if (ring.stages != 0) forward_with<VEC, CPT, D, LAYER>(a, l, ring, device, sm_margin, stream);
   else forward_with<VEC, CPT, kMixed, LAYER>(a, l, RingLayout{}, device, sm_margin, stream);
 }

@@ -80,14 +80,15 @@ bool budget_for_ring(const void* kernel, int threads, int device, uint32_t reser
   return false;
 }
 
-// As many stages as fit the ring's budget (at most kMaxStages); stages = 0 when fewer than two
-// fit even one block a multiprocessor.
-inline RingLayout with_stages(RingLayout r, const void* kernel, int threads, int device) {
+// As many stages as fit the ring's budget, at most `most` (2 ... kMaxStages); stages = 0 when
+// fewer than two fit even one block a multiprocessor.
+inline RingLayout with_stages(RingLayout r, const void* kernel, int threads, int device,
+                              uint32_t most = kMaxStages) {
   if (r.stage_bytes == 0) return r;
   r.stages = 0;
   budget_for_ring(kernel, threads, device, r.parameter_bytes, [&](int per_block) {
     const uint32_t stages = per_block > 0 ? static_cast<uint32_t>(per_block) / r.stage_bytes : 0;
-    if (stages >= 2) r.stages = std::min(stages, kMaxStages);
+    if (stages >= 2) r.stages = std::min({stages, most, kMaxStages});
     return r.stages != 0;
   });
   return r;
