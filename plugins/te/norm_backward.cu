@@ -5,13 +5,13 @@
 //                         in registers and writes them as the chunk's partial; dx per row
 //   norm_finalize_kernel  dgamma/dbeta = the chunk partials summed in a fixed order
 //
-// STREAMED kernels take their rows from a ring of shared-memory stages that bulk copies
-// (sm_90 cp.async.bulk) fill several rows ahead, so the loads in flight do not depend on the
-// registers a thread holds; the other instantiation reads global memory directly (rows that
-// are not 16-byte aligned or whose stages do not fit). Both do the same arithmetic in the
-// same order, so a row's bits never depend on the path, and every order of summation is
-// fixed by the plan (hidden, x dtype, rows), never by the grid: sm_margin changes the speed
-// only.
+// STREAMED kernels take their rows from a ring of shared-memory stages that bulk copies (sm_90
+// cp.async.bulk) fill ahead of the rows' use (up to kSplitRowsAhead rows where dy has a ring of its
+// own), so the loads in flight do not depend on the registers a thread holds; the other
+// instantiation reads global memory directly (rows that are not 16-byte aligned or whose stages do
+// not fit). Both do the same arithmetic in the same order, so a row's bits never depend on the
+// path, and every order of summation is fixed by the plan (hidden, x dtype, rows), never by the
+// grid: sm_margin changes the speed only.
 #include "norm_kernels.hpp"
 
 #include "cuda_support.hpp"

@@ -3,13 +3,13 @@
 // t, t + threads, ...), merges (count, mean, M2) with Chan's formula (LayerNorm) or the sum of
 // squares (RMS/L2), and writes y, mean, rstd (and h = x + residual).
 //
-// STREAMED kernels take their rows from a ring of shared-memory stages that bulk copies
-// (sm_90 cp.async.bulk) fill several rows ahead, so the loads in flight do not depend on the
-// registers a thread holds; the other instantiation reads global memory directly (rows that
-// are not 16-byte aligned or whose stages do not fit). Both do the same arithmetic in the
-// same order, so a row's bits never depend on the path, and every order of summation is
-// fixed by the plan (hidden, x dtype, rows), never by the grid: sm_margin changes the speed
-// only.
+// STREAMED kernels take their rows from a ring of shared-memory stages that bulk copies (sm_90
+// cp.async.bulk) fill ahead of the rows' use (here a row ahead: kForwardStages), so the loads in
+// flight do not depend on the registers a thread holds; the other instantiation reads global memory
+// directly (rows that are not 16-byte aligned or whose stages do not fit). Both do the same
+// arithmetic in the same order, so a row's bits never depend on the path, and every order of
+// summation is fixed by the plan (hidden, x dtype, rows), never by the grid: sm_margin changes the
+// speed only.
 #include "norm_kernels.hpp"
 
 #include "cuda_support.hpp"
