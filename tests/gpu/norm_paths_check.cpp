@@ -141,7 +141,7 @@ struct DeviceRows {
   DeviceRows(const Spec& s, const std::vector<double>& values, cudaStream_t stream)
       : compact(s.dtype, s.rows, s.hidden, 0, 0),
         unaligned(s.dtype, s.rows, s.hidden, s.hidden + 1, 0) {
-    compact.fill(values, std::numeric_limits<double>::quiet_NaN());  // empty: all NaN, unused
+    compact.fill(values, std::numeric_limits<double>::quiet_NaN());
     poison(unaligned, stream);
     const size_t row = static_cast<size_t>(s.hidden * s.dtype.bits / 8);
     cuda_check(cudaMemcpy2DAsync(unaligned.dl()->data, row + s.dtype.bits / 8, compact.dl()->data,
@@ -153,16 +153,19 @@ struct DeviceRows {
 };
 
 struct DeviceInputs {
-  DeviceRows x, dy, residual, d_residual_out;
+  DeviceRows x, dy;
+  std::optional<DeviceRows> residual_in, d_residual_out;  // SY_NORM_RESIDUAL's
   GpuTensor gamma, beta;
 
   DeviceInputs(const Spec& s, const Inputs& in, cudaStream_t stream)
       : x(s, in.x, stream),
         dy(s, in.dy, stream),
-        residual(s, in.residual, stream),
-        d_residual_out(s, in.d_residual_out, stream),
         gamma(s.dtype, s.hidden, 0, 0, 0),
         beta(s.dtype, s.hidden, 0, 0, 0) {
+    if (residual(s)) {
+      residual_in.emplace(s, in.residual, stream);
+      d_residual_out.emplace(s, in.d_residual_out, stream);
+    }
     const double nan = std::numeric_limits<double>::quiet_NaN();
     gamma.fill(in.gamma, nan);  // unused (NaN) for L2Norm
     beta.fill(in.beta, nan);    // LayerNorm's; unused (NaN) for RMSNorm and L2Norm
@@ -222,7 +225,7 @@ Outputs run_way(const switchyard::Runtime& runtime, const Spec& s, const Inputs&
     f.workspace_bytes = 0;
   }
   if (h) {
-    f.residual = d.residual.of(w).dl();
+    f.residual = d.residual_in->of(w).dl();
     f.residual_out = h->dl();
   }
   op.forward(f);
@@ -231,7 +234,7 @@ Outputs run_way(const switchyard::Runtime& runtime, const Spec& s, const Inputs&
                                    layer(s) ? &dbias : nullptr, stream);
   if (h) {
     b.x_or_y = h->dl();
-    b.d_residual_out = d.d_residual_out.of(w).dl();
+    b.d_residual_out = d.d_residual_out->of(w).dl();
   }
   op.backward(b);
   cuda_check(cudaStreamSynchronize(stream), "the forward and backward");
