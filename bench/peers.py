@@ -17,6 +17,12 @@ Peers (PERFORMANCE.md):
   norms, forward + backward (dweight/dbias included):
     torch_rms_norm / torch_layer_norm                   F.rms_norm / F.layer_norm, eager
     torch_compile_rms_norm / torch_compile_layer_norm   torch.compile of the same call
+    liger_rms_norm / liger_layer_norm                   Liger-Kernel's own autograd functions
+                       (LigerRMSNormFunction: casting mode "llama", offset 0, in place, dx
+                       written over dy, which is re-copied before every rep outside the
+                       window; LigerLayerNormFunction), their Triton kernels; skipped with the
+                       reason when liger_kernel cannot be imported (bench/run_gpu.sh installs
+                       it from the repository's .whl folder)
 
 Protocol: CUDA events around forward and backward after warm-up, median of >= 20 reps, the L2
 flushed by a write of max(256 MiB, 2 x L2) before every rep and the stream held for --hold-us
@@ -84,9 +90,61 @@ def floors(case, element_bytes=2):
 
 PEERS = {
     "ce": ["megatron_eager", "torch_compile_ce", "torch_cross_entropy"],
-    "rms": ["torch_rms_norm", "torch_compile_rms_norm"],
-    "layer": ["torch_layer_norm", "torch_compile_layer_norm"],
+    "rms": ["torch_rms_norm", "torch_compile_rms_norm", "liger_rms_norm"],
+    "layer": ["torch_layer_norm", "torch_compile_layer_norm", "liger_layer_norm"],
 }
+
+
+class PeerUnavailable(Exception):
+    """A peer whose library cannot be loaded here: reported as skipped, with this reason."""
+
+
+_liger = {}
+
+
+def load_liger():
+    """Liger-Kernel's RMSNorm and LayerNorm autograd functions (its default Triton kernels, the
+    ones LigerRMSNorm runs on CUDA) and where they come from, imported once; raises
+    PeerUnavailable with the reason when liger_kernel cannot be imported. Needs no GPU."""
+    if not _liger:
+        try:
+            from liger_kernel.ops.layer_norm import LigerLayerNormFunction
+            from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+            import liger_kernel
+        except Exception as e:  # ImportError, or a Triton/torch it does not work with
+            _liger["error"] = "liger_kernel not importable: %s: %s" % (type(e).__name__, e)
+        else:
+            try:
+                from importlib.metadata import version
+                liger_version = version("liger-kernel")
+            except Exception:
+                liger_version = getattr(liger_kernel, "__version__", "unknown")
+            try:
+                import triton
+                triton_version = triton.__version__
+            except Exception:
+                triton_version = "unknown"
+            _liger.update(rms=LigerRMSNormFunction, layer=LigerLayerNormFunction,
+                          version=liger_version, triton=triton_version,
+                          path=os.path.dirname(liger_kernel.__file__))
+    if "error" in _liger:
+        raise PeerUnavailable(_liger["error"])
+    return _liger
+
+
+def liger_norm_fn(name, eps):
+    """liger_rms_norm / liger_layer_norm as norm_peer_fn gives a peer: (fn(x, w, b) -> y,
+    whether its backward writes dx over the dy it is given)."""
+    liger = load_liger()
+    if name == "liger_rms_norm":
+        # LigerRMSNorm's defaults, spelled out: offset 0, casting mode "llama", in place (dx
+        # over dy), row_mode None (Liger picks its row or its block kernel).
+        rms = liger["rms"]
+        return (lambda x, w, b: rms.apply(x, w, eps, 0.0, "llama", True, None)), True
+    if name == "liger_layer_norm":
+        layer = liger["layer"]
+        return (lambda x, w, b: layer.apply(x, w, b, eps)), False
+    raise KeyError(name)
 
 
 def parse_args(argv):
@@ -95,7 +153,9 @@ def parse_args(argv):
     p.add_argument("--json", help="write the results as JSON to this file")
     p.add_argument("--family", choices=["ce", "norm", "all"], default="all")
     p.add_argument("--cases", default="", help="comma-separated case names (default: all)")
-    p.add_argument("--peers", default="", help="comma-separated peer names (default: all)")
+    p.add_argument("--peers", default="",
+                   help="comma-separated peer names (default: all): %s"
+                        % ", ".join(n for group in PEERS.values() for n in group))
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--small", action="store_true", help="tiny shapes, same case names")
@@ -403,17 +463,20 @@ def run(args, cases):
     compiled_norm = {}
 
     def norm_peer_fn(name, hidden, eps):
+        """(fn(x, w, b) -> y, whether its backward writes dx over the dy it is given)."""
         shape = (hidden,)
         if name == "torch_rms_norm":
-            return lambda x, w, b: F.rms_norm(x, shape, w, eps)
+            return (lambda x, w, b: F.rms_norm(x, shape, w, eps)), False
         if name == "torch_layer_norm":
-            return lambda x, w, b: F.layer_norm(x, shape, w, b, eps)
+            return (lambda x, w, b: F.layer_norm(x, shape, w, b, eps)), False
         if name in ("torch_compile_rms_norm", "torch_compile_layer_norm"):
             key = (name, hidden)
             if key not in compiled_norm:
-                eager = norm_peer_fn(name.replace("compile_", ""), hidden, eps)
+                eager, _ = norm_peer_fn(name.replace("compile_", ""), hidden, eps)
                 compiled_norm[key] = torch.compile(eager, dynamic=False)
-            return compiled_norm[key]
+            return compiled_norm[key], False
+        if name.startswith("liger_"):
+            return liger_norm_fn(name, eps)
         raise KeyError(name)
 
     def norm_reference(layer, x, dy, w, b, eps):
@@ -448,27 +511,35 @@ def run(args, cases):
             r = result_skeleton(case, name)
             log("%s / %s" % (case["name"], name))
             try:
-                fn = norm_peer_fn(name, h, eps)
+                fn, dx_in_dy = norm_peer_fn(name, h, eps)
                 x = x0.clone().requires_grad_()
                 w = w0.clone().requires_grad_()
                 b = b0.clone().requires_grad_() if layer else None
+                # A backward that writes dx over dy gets a copy of dy, re-copied before every
+                # rep outside the window (as switchyard-bench re-copies what a call overwrites).
+                dy_in = torch.empty_like(dy) if dx_in_dy else dy
 
                 def prepare():
                     x.grad = None
                     w.grad = None
                     if b is not None:
                         b.grad = None
+                    if dx_in_dy:
+                        dy_in.copy_(dy)
 
                 def forward():
                     return fn(x, w, b)
 
                 def backward(y):
-                    y.backward(dy)
+                    y.backward(dy_in)
 
                 total, fwd, bwd = time_steps(prepare, forward, backward)
                 y, peak, _ = peak_extra(prepare, forward, backward, 0)
                 tensor = n * h * 2
-                required = 2 * tensor + (2 if layer else 1) * h * 2 + (2 if layer else 1) * n * 4
+                # y and dx (dx lands in the dy copy when written in place), dweight (dbias),
+                # rstd (mean) in fp32
+                required = ((1 if dx_in_dy else 2) * tensor + (2 if layer else 1) * h * 2
+                            + (2 if layer else 1) * n * 4)
                 fill_timing(r, case, total, fwd, bwd)
                 r["memory"] = dict(workspace_bytes=0, growth_bytes=peak, caller_extra_bytes=0,
                                    extra_bytes=max(0, peak - required))
@@ -477,7 +548,13 @@ def run(args, cases):
                 if layer:
                     pairs.append(("dbias", b.grad, ref_db))
                 r["check"] = check_outputs(pairs, len(rows))
-                del x, w, b, y
+                if dx_in_dy:
+                    r["notes"].append("dx written in place over dy (re-copied before every "
+                                      "rep, outside the timed window)")
+                del x, w, b, y, dy_in
+            except PeerUnavailable as e:  # its library is missing here: skipped, not an error
+                r.update(status="skipped", reason=str(e))
+                log("  skipped: %s" % e)
             except Exception as e:
                 r.update(status="error", reason="%s: %s" % (type(e).__name__, e))
                 traceback.print_exc()
@@ -487,10 +564,21 @@ def run(args, cases):
 
     # ---- records in switchyard-bench's schema ----------------------------------------------
     def result_skeleton(case, name):
+        library, version, notes = "torch", torch.__version__, []
+        if name.startswith("liger_"):
+            library, version = "liger_kernel", ""
+            try:
+                liger = load_liger()
+                version = liger["version"]
+                notes.append("liger_kernel %s from %s, triton %s, torch %s"
+                             % (liger["version"], liger["path"], liger["triton"],
+                                torch.__version__))
+            except PeerUnavailable:
+                pass  # the peer reports it (skipped)
         return {
             "case": case["name"], "family": case["family"], "path": case["path"],
-            "kind": "peer", "name": name, "version": torch.__version__, "library": "torch",
-            "status": "ok", "reason": "", "notes": [], "reps": 0, "warmup": args.warmup,
+            "kind": "peer", "name": name, "version": version, "library": library,
+            "status": "ok", "reason": "", "notes": notes, "reps": 0, "warmup": args.warmup,
             "time_ms": None, "gb_per_s": None, "floor_ms": case_floor_ms(case)[0],
             "x_floor": None, "memory": None,
             "check": dict(ran=False, passed=False, rows=0, max_rel_error=None, outputs=[],
@@ -627,7 +715,14 @@ def main(argv=None):
             json.dump(doc, f, indent=2)
             f.write("\n")
         print("\nJSON written to %s" % args.json)
-    failed = any(r["status"] == "error" or not r["check"]["passed"] for r in doc["results"])
+    return exit_code(doc)
+
+
+def exit_code(doc):
+    """3 when a peer errored or computed a wrong result, else 0: a skipped peer (its library
+    is missing here) is no failure."""
+    failed = any(r["status"] == "error" or (r["status"] == "ok" and not r["check"]["passed"])
+                 for r in doc["results"])
     return 3 if failed else 0
 
 

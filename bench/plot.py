@@ -73,6 +73,18 @@ def print_table(order, cases, results, out):
     for row in rows:
         print("  ".join(str(x).rjust(w) if 2 <= i <= 5 else str(x).ljust(w)
                         for i, (x, w) in enumerate(zip(row, widths))).rstrip(), file=out)
+    # Why a backend or peer did not run (a missing library, an unsupported case): one line per
+    # reason, with the cases it applies to.
+    why, why_order = {}, []
+    for r in results:
+        if not ok(r) and r.get("reason"):
+            key = (label(r), r.get("status", "?"), r["reason"])
+            if key not in why:
+                why[key] = []
+                why_order.append(key)
+            why[key].append(r["case"])
+    for key in why_order:
+        print("* %s: %s on %s: %s" % (key[0], key[1], ", ".join(why[key]), key[2]), file=out)
 
 
 def draw(order, cases, results, png, title):
@@ -128,7 +140,7 @@ def draw(order, cases, results, png, title):
             ax.legend(fontsize=7, loc="upper left")
     for index in range(len(names), rows * columns):
         axes[index // columns][index % columns].axis("off")
-    fig.suptitle(title or "switchyard-bench: backends (blue) and PyTorch peers (orange)")
+    fig.suptitle(title or "switchyard-bench: backends (blue) and peers (orange)")
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     print("PNG written to %s" % png)

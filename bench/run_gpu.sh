@@ -13,6 +13,9 @@
 #                PEERS_ARGS             extra flags for peers.py (e.g. "--peers megatron_eager")
 # Libraries the GPU machine lacks (Boost.Program_options, spdlog, fmt) are taken from
 # BUILD_DIR/deps when present: bench/collect_deps.sh BUILD_DIR puts them there.
+# Python packages it lacks (liger-kernel, for peers.py's Liger peers) are installed from the
+# repository's .whl folder when present (pip download there; carry it with the call) into
+# /tmp/sy-peers-site, for peers.py only; without them those peers report "skipped".
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -61,8 +64,24 @@ rc_bench=$?
 echo "switchyard-bench exit $rc_bench" >> "$log"
 
 section "peers.py"
-python3 "$here/peers.py" "${small[@]}" "${peers_extra[@]}" --json "$out/peers.json" \
-  > "$out/peers.txt" 2>> "$log"
+peers_env=()
+wheels=("$repo"/.whl/*.whl)
+if [ -e "${wheels[0]}" ]; then
+  site=/tmp/sy-peers-site
+  echo "installing ${#wheels[@]} wheel(s) from $repo/.whl into $site for peers.py:" >> "$log"
+  ls -l "${wheels[@]}" >> "$log" 2>&1
+  if PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 \
+     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+       --target "$site" "${wheels[@]}" >> "$log" 2>&1; then
+    peers_env=(env "PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}")
+  else
+    echo "pip install from .whl failed (exit $?): peers.py runs without those packages" >> "$log"
+  fi
+else
+  echo "no wheels in $repo/.whl: peers.py runs with the machine's packages only" >> "$log"
+fi
+"${peers_env[@]}" python3 "$here/peers.py" "${small[@]}" "${peers_extra[@]}" \
+  --json "$out/peers.json" > "$out/peers.txt" 2>> "$log"
 rc_peers=$?
 echo "peers.py exit $rc_peers" >> "$log"
 
