@@ -307,7 +307,7 @@ Result run_ce_backend(const CaseSpec& spec, const CeCaseData& data, const std::s
   std::optional<int64_t> free_before;
   try {
     for (int r = 0; r < ranks; ++r) allocate_rank(*state[static_cast<size_t>(r)], data, r, spec, in_place);
-    for (auto& s : state) s->device->flush_cache(context.settings.flush_kind);  // its scratch buffer is not the backend's
+    for (auto& s : state) s->device->flush_cache();  // its scratch buffer is not the backend's
     free_before = state[0]->device->free_memory();
   } catch (const std::exception& e) {
     result.status = Status::Error;

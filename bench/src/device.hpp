@@ -22,12 +22,6 @@ namespace switchyard::bench {
 // host function returned).
 enum class HoldKind { Gpu, Host };
 
-// How the last-level cache is flushed before a timed repetition: a plain write over a scratch
-// buffer twice its size (the default, as peers.py and triton.testing.do_bench do), or the same
-// write at evict_last priority, set back to evict_normal afterwards, so that lines a backend
-// loaded at evict_last priority do not outlive the flush (l2_flush.cu says why).
-enum class FlushKind { Plain, EvictLast };
-
 
 // Device memory owned by the benchmark. Move-only; freed on destruction.
 class DeviceBuffer {
@@ -101,7 +95,7 @@ class Device {
   virtual void fill_async(void* dst, uint8_t byte, int64_t bytes) = 0;
   // Evicts the tensors of the previous repetition from the last-level cache (a write over a
   // scratch buffer larger than the cache). No-op on the CPU.
-  virtual void flush_cache(FlushKind kind) = 0;
+  virtual void flush_cache() = 0;
   virtual int64_t cache_flush_bytes() const = 0;
   // Holds the stream for `microseconds`, so that the host queues a whole repetition before the
   // device reaches its first mark: the events then time the device's work alone, not the

@@ -79,7 +79,7 @@ class CpuDevice : public Device {
   void fill_async(void* dst, uint8_t byte, int64_t bytes) override {
     std::memset(dst, byte, static_cast<size_t>(bytes));
   }
-  void flush_cache(FlushKind) override {}
+  void flush_cache() override {}
   void hold_stream(int, HoldKind) override {}
   int64_t cache_flush_bytes() const override { return 0; }
   void* stream() const override { return nullptr; }

@@ -4,7 +4,6 @@
 #include "bench_error.hpp"
 #include "device.hpp"
 #include "gpu_hold.hpp"
-#include "l2_flush.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -149,13 +148,9 @@ class CudaDevice : public Device {
   int64_t cache_flush_bytes() const override {
     return std::max<int64_t>(int64_t{256} << 20, 2 * int64_t{properties_.l2CacheSize});
   }
-  void flush_cache(FlushKind kind) override {
+  void flush_cache() override {
     if (flush_buffer_.data() == nullptr) flush_buffer_ = allocate(cache_flush_bytes());
-    const auto byte = static_cast<uint8_t>(++flush_count_ | 1u);
-    if (kind == FlushKind::Plain) return fill_async(flush_buffer_.data(), byte, flush_buffer_.bytes());
-    check(launch_evict_last_flush(stream_, flush_buffer_.data(), flush_buffer_.bytes(), byte * 0x01010101u,
-                                  properties_.multiProcessorCount),
-          "the evict_last cache flush");
+    fill_async(flush_buffer_.data(), static_cast<uint8_t>(++flush_count_ | 1u), flush_buffer_.bytes());
   }
 
   void hold_stream(int microseconds, HoldKind kind) override {

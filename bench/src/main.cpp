@@ -119,7 +119,6 @@ int run(int argc, char** argv) {
   settings.grad_in_place = o.grad_in_place;
   settings.hold_us = cuda ? o.hold_us : 0;
   settings.hold_kind = o.hold_on_host ? HoldKind::Host : HoldKind::Gpu;
-  settings.flush_kind = o.flush_evict_last ? FlushKind::EvictLast : FlushKind::Plain;
   settings.seed = o.seed;
   settings.runtime_base.plugin_path = o.plugin_path;
 
@@ -215,7 +214,6 @@ int run(int argc, char** argv) {
   info.check_rows = o.check_rows;
   info.seed = o.seed;
   info.cache_flush_bytes = device->cache_flush_bytes();
-  info.flush_kind = settings.flush_kind == FlushKind::EvictLast ? "evict_last write, set back to evict_normal" : "plain write";
   info.hold_us = settings.hold_us;
   info.hold_kind = settings.hold_kind == HoldKind::Host ? "host function" : "GPU spin kernel";
   info.timer = cuda ? "CUDA events" : "std::chrono::steady_clock";

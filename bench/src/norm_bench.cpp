@@ -297,7 +297,7 @@ Result run_norm_backend(const CaseSpec& spec, const NormCaseData& data, const st
   std::optional<int64_t> free_before;
   try {
     allocate_state(s, data);
-    s.device->flush_cache(context.settings.flush_kind);
+    s.device->flush_cache();
     free_before = s.device->free_memory();
   } catch (const std::exception& e) {
     result.status = Status::Error;

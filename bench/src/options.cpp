@@ -79,10 +79,6 @@ po::options_description describe() {
        "CUDA: how the stream is held: gpu (a kernel spinning on the GPU timer, as peers.py's "
        "torch.cuda._sleep) | host (a host function that sleeps; the first timed phase also waits "
        "for the device to learn that it returned)")
-      ("flush-kind", po::value<std::string>()->default_value("plain"),
-       "CUDA: how the L2 is flushed before each rep: plain (a write of twice the L2, as peers.py) "
-       "| evict-last (the same write at evict_last priority, then set back to evict_normal, so "
-       "that lines a backend loaded at evict_last priority do not outlive the flush)")
       ("check-rows", po::value<int>()->default_value(32), "rows checked against the float64 reference")
       ("copy-bytes", po::value<int64_t>()->default_value(0),
        "buffer size of the copy-bandwidth measurement (0: 4 GiB on CUDA, 256 MiB on the CPU)")
@@ -162,10 +158,6 @@ BenchOptions parse_options(int argc, char** argv) {
   if (hold_kind != "gpu" && hold_kind != "host")
     throw BenchError("--hold-kind '" + hold_kind + "' is not supported; expected gpu or host");
   o.hold_on_host = hold_kind == "host";
-  const std::string flush_kind = vm["flush-kind"].as<std::string>();
-  if (flush_kind != "plain" && flush_kind != "evict-last")
-    throw BenchError("--flush-kind '" + flush_kind + "' is not supported; expected plain or evict-last");
-  o.flush_evict_last = flush_kind == "evict-last";
   if (o.hold_us < 0 || o.hold_us > 1000000)
     throw BenchError("--hold-us must be in [0, 1000000], got " + std::to_string(o.hold_us));
   o.check_rows = vm["check-rows"].as<int>();

@@ -28,7 +28,6 @@ struct BenchOptions {
   bool grad_in_place = true;
   int hold_us = 1000;
   bool hold_on_host = false;  // --hold-kind host
-  bool flush_evict_last = false;  // --flush-kind evict-last
   std::string tp_mode = "auto";  // "auto" | "single"
   int check_rows = 32;
   int64_t copy_bytes = 0;  // 0: 4 GiB on CUDA, 256 MiB on the CPU (16 MiB with --small)

@@ -139,7 +139,6 @@ Json report_json(const RunInfo& info, const std::vector<CaseReport>& cases) {
                            .set("check_rows", info.check_rows)
                            .set("seed", static_cast<int64_t>(info.seed))
                            .set("cache_flush_bytes", info.cache_flush_bytes)
-                           .set("cache_flush_kind", info.flush_kind)
                            .set("hold_us", info.hold_us)
                            .set("hold_kind", info.hold_kind)
                            .set("timer", info.timer));
@@ -247,8 +246,7 @@ void print_report(std::ostream& out, const RunInfo& info, const std::vector<Case
       << " GB/s (reference only)\n";
   out << "timing: " << info.timer << ", median of " << info.reps << " reps after " << info.warmup
       << " warm-up";
-  if (info.cache_flush_bytes > 0)
-    out << ", cache flushed (" << mib(info.cache_flush_bytes) << " MiB " << info.flush_kind << ") before each rep";
+  if (info.cache_flush_bytes > 0) out << ", cache flushed (" << mib(info.cache_flush_bytes) << " MiB write) before each rep";
   if (info.hold_us > 0)
     out << ", stream held " << info.hold_us << " us by a " << info.hold_kind
         << " before each rep (GPU-only times)";

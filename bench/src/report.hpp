@@ -33,7 +33,6 @@ struct RunInfo {
   int check_rows = 0;
   uint64_t seed = 0;
   int64_t cache_flush_bytes = 0;
-  std::string flush_kind;  // "plain write" | "evict_last write, set back to evict_normal"
   int hold_us = 0;
   std::string hold_kind;  // "GPU spin kernel" | "host function"
   std::string timer;  // "CUDA events" | "std::chrono::steady_clock"

@@ -20,7 +20,6 @@ struct RunSettings {
   bool grad_in_place = true;  // CE: the gradient overwrites the logits (no second buffer)
   int hold_us = 1000;         // stream held before each timed repetition (CUDA)
   HoldKind hold_kind = HoldKind::Gpu;
-  FlushKind flush_kind = FlushKind::Plain;
   uint64_t seed = 1234;
   RuntimeOptions runtime_base;  // search path etc.; the runner sets the backend
 };

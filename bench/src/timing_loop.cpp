@@ -28,7 +28,7 @@ TimedPhases time_phases(const RunContext& context, const PhaseCallbacks& callbac
                                             std::to_string(warmup)
                                       : "rep " + std::to_string(i + 1) + "/" + std::to_string(reps));
       if (callbacks.prepare) callbacks.prepare(rank);
-      device.flush_cache(context.settings.flush_kind);
+      device.flush_cache();
       if (ranks > 1) barrier.wait();
       device.hold_stream(context.settings.hold_us, context.settings.hold_kind);
       if (i >= 0) timer->mark(i, 0);

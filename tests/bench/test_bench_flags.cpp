@@ -24,7 +24,6 @@ TEST_CASE("bad flags exit 1 with a message that names the flag and what it accep
       {{"--reps", "0"}, "--reps must be at least 1, got 0"},
       {{"--grad-buffer", "both"}, "--grad-buffer 'both' is not supported; expected inplace or separate"},
       {{"--hold-kind", "sideways"}, "--hold-kind 'sideways' is not supported; expected gpu or host"},
-      {{"--flush-kind", "memset"}, "--flush-kind 'memset' is not supported; expected plain or evict-last"},
       {{"--dtype", "int8"}, "--dtype 'int8' is not a data dtype; expected bf16, f16 or f32"},
       {{"--norm-hidden", "5120,0"}, "--norm-hidden '0' is not a hidden size; expected whole numbers in [1, 1048576]"},
       {{"--norm-hidden", "4k"}, "--norm-hidden '4k' is not a hidden size"},
