@@ -129,9 +129,10 @@ constexpr bool kForwardFloatRow = D != kMixed && VEC == 8 && CPT <= 4 && LAYER;
 // Streamed RMS/L2 rows are claimed by the blocks as they free up (norm_device.cuh, ClaimCursor),
 // not dealt by stride: the multiprocessors of a memory-bound forward do not run at one pace
 // (timelines: SMs holding the same rows of RMS 4096 ended between 49 and 72 us). Same lease,
-// forward: RMS 4096 0.0749 -> 0.0733 ms, 8192 0.1433 -> 0.1378. LayerNorm's forward, issue-bound
-// with its SMs ending together, kept its stride: the recorded rows cost it registers (112 and
-// a 40-byte spill at 4096) and time (0.0814 -> 0.0864 ms at 4096, 0.1491 -> 0.1602 at 8192).
+// forward: RMS 4096 0.0749 -> 0.0733 ms, 8192 0.1433 -> 0.1378. LayerNorm's forward keeps its
+// stride: the recorded rows cost it registers (112 and a 40-byte spill at 4096) and more time
+// than its tail (0.0814 -> 0.0864 ms at 4096, 0.1491 -> 0.1602 at 8192), although that tail is
+// the largest of the four shapes (eighteenth session's timelines: 6.9 us at 4096, 10.7 at 8192).
 template <bool LAYER>
 constexpr bool kForwardClaimsRows = norm_forward_claims_rows(LAYER);
 
