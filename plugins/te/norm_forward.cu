@@ -130,9 +130,11 @@ constexpr bool kForwardFloatRow = D != kMixed && VEC == 8 && CPT <= 4 && LAYER;
 // not dealt by stride: the multiprocessors of a memory-bound forward do not run at one pace
 // (timelines: SMs holding the same rows of RMS 4096 ended between 49 and 72 us). Same lease,
 // forward: RMS 4096 0.0749 -> 0.0733 ms, 8192 0.1433 -> 0.1378. LayerNorm's forward keeps its
-// stride: the recorded rows cost it registers (112 and a 40-byte spill at 4096) and more time
-// than its tail (0.0814 -> 0.0864 ms at 4096, 0.1491 -> 0.1602 at 8192), although that tail is
-// the largest of the four shapes (eighteenth session's timelines: 6.9 us at 4096, 10.7 at 8192).
+// stride, although its tail is the largest of the four shapes (eighteenth session's timelines:
+// 6.9 us at 4096, 10.7 at 8192): claiming costs it more than that, with the cursor in registers
+// (a spill; 0.0814 -> 0.0864 ms at 4096, 0.1491 -> 0.1602 at 8192) and with this cursor in
+// shared memory and no spill alike (eighteenth session, same lease: 0.0790 -> 0.0847 and
+// 0.1452 -> 0.1607); why was not established.
 template <bool LAYER>
 constexpr bool kForwardClaimsRows = norm_forward_claims_rows(LAYER);
 
