@@ -134,8 +134,10 @@ constexpr bool kForwardFloatRow = D != kMixed && VEC == 8 && CPT <= 4 && LAYER;
 // 6.9 us at 4096, 10.7 at 8192): claiming costs it more than that, with the cursor in registers
 // (a spill; 0.0814 -> 0.0864 ms at 4096, 0.1491 -> 0.1602 at 8192) and with this cursor in
 // shared memory and no spill alike (eighteenth session, same lease: 0.0790 -> 0.0847 and
-// 0.1452 -> 0.1607). Its timelines then show the rows balanced but every block 13-14 % slower:
-// a cost per claimed row that the RMS forward does not pay; why was not established.
+// 0.1452 -> 0.1607). Its timelines then show the rows balanced but every block 13-14 % slower,
+// mostly from thread 0 waiting for each claim's atomic (its SASS moves the result at once into
+// the claim's register); claimed with a 32-bit atomic that lands there, 0.0800 -> 0.0805 and
+// 0.1485 -> 0.1504: still no gain (bench/results/2026-12-02-h200-session18, leases 6-8).
 template <bool LAYER>
 constexpr bool kForwardClaimsRows = norm_forward_claims_rows(LAYER);
 
