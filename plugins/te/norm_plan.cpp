@@ -34,7 +34,14 @@ NormPlan norm_plan(const sy_norm_problem& p) {
   // (the dgamma and dbeta sums of each element live in registers as well). Measured on the H200
   // at LayerNorm 8192: forward 0.1697 ms with 128 threads x 64 elements, 0.1605 with 256 x 32
   // (since its Chan merge has known shares; before, 0.194 against 0.233 the other way).
-  plan.forward = layout_for(plan.chunks, vec, 32);
+  // The RMS/L2 forward of 16-bit rows takes 16: at 4096, four 256-thread blocks a multiprocessor
+  // (56 registers) instead of seven of 128, each with half as long a row to finish when the
+  // claims run out. Nineteenth session, same leases, bf16 [16384, H] forward + backward (ms):
+  // 2048 0.1153 -> 0.1137, 3072 0.1442 -> 0.1430, 4096 0.1835 -> 0.1817, 5120 0.2292 -> 0.2258,
+  // 8192 0.3458 -> 0.3428, 16384 level (the layout doubles back to 32 there); f16 4096 0.1833 ->
+  // 0.1823, 8192 0.3469 -> 0.3426. Not LayerNorm, whose forward is issue-bound and slower with
+  // more threads a row (4096: 0.0797 -> 0.0849 forward), nor fp32 (not measured).
+  plan.forward = layout_for(plan.chunks, vec, vec == 8 && p.kind != SY_NORM_LAYER ? 16 : 32);
   // The backward: rows that cannot stream at 16 bits (fp32, mixed dtypes, memory-efficient) take
   // 16 in every kind (`narrow`): LayerNorm's general and fp32 kernels, which also keep a dbeta
   // sum per element, would spill at 32, and the fp32 RMS backward at 4096 measured 0.485 ->
@@ -71,8 +78,7 @@ NormPlan norm_plan(const sy_norm_problem& p) {
   plan.parameters = p.kind == SY_NORM_LAYER ? 2 : p.kind == SY_NORM_RMS ? 1 : 0;
   plan.partial_bytes = round_up(plan.chunk_count * p.hidden * 4, 256);
   plan.row_claims_offset = plan.parameters * plan.partial_bytes;
-  // The forward's cursor counts claims in 32 bits (ClaimCursor): more rows go by stride.
-  const bool claimable = p.rows > 0 && p.rows <= int64_t{UINT32_MAX};
+  const bool claimable = p.rows > 0 && p.rows <= kNormMaxClaimedRows;
   plan.row_claims_bytes =
       norm_forward_claims_rows(p.kind == SY_NORM_LAYER) && claimable ? kRowClaimsBytes : 0;
   plan.workspace_bytes = plan.row_claims_offset + plan.row_claims_bytes;

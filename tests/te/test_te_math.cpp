@@ -560,12 +560,17 @@ TEST_CASE("norm plan: every hidden size fits the registers of one block of <= 51
     }
   }
   // The performance shapes (bf16): 32 elements per thread, forward and backward, except the
-  // backward of rows wider than 128 threads x 32 (bf16 8192: 512 x 16) and the fp32 LayerNorm
-  // backward, whose dbeta sums would not fit the registers.
+  // backward of rows wider than 128 threads x 32 (bf16 8192: 512 x 16), the fp32 LayerNorm
+  // backward, whose dbeta sums would not fit the registers, and the 16-bit RMS/L2 forward (16).
   const DLDataType bf16{kDLBfloat, 16, 1};
   const NormPlan rms4096 = norm_plan(norm(16384, 4096, bf16, SY_NORM_RMS));
   const NormPlan ln8192 = norm_plan(norm(16384, 8192, bf16, SY_NORM_LAYER));
-  CHECK(rms4096.forward.threads == 128);
+  CHECK(rms4096.forward.threads == 256);
+  CHECK(rms4096.forward.chunks_per_thread == 2);
+  CHECK(norm_plan(norm(16384, 4096, bf16, SY_NORM_L2)).forward.threads == 256);
+  CHECK(norm_plan(norm(16384, 8192, bf16, SY_NORM_RMS)).forward.threads == 512);
+  CHECK(norm_plan(norm(16384, 4096, bf16, SY_NORM_LAYER)).forward.threads == 128);
+  CHECK(norm_plan(norm(16384, 4096, DLDataType{kDLFloat, 32, 1}, SY_NORM_RMS)).forward.chunks_per_thread == 8);
   CHECK(rms4096.backward.threads == 128);
   CHECK(ln8192.forward.threads == 256);
   CHECK(ln8192.forward.chunks_per_thread == 4);
@@ -614,10 +619,11 @@ TEST_CASE("norm plan: the dgamma partition depends on rows and hidden only") {
       }
     }
   }
-  // Past 2^32 - 1 rows the forward's 32-bit claim count could wrap: no counter, rows by stride.
-  CHECK(norm_plan(norm(int64_t{UINT32_MAX}, 8, DLDataType{kDLBfloat, 16, 1}, SY_NORM_RMS))
+  // The forward counts its claims in 32 bits, one a block past the last row as well: past
+  // kNormMaxClaimedRows the count could wrap, so no counter and rows by stride.
+  CHECK(norm_plan(norm(kNormMaxClaimedRows, 8, DLDataType{kDLBfloat, 16, 1}, SY_NORM_RMS))
             .row_claims_bytes == kRowClaimsBytes);
-  CHECK(norm_plan(norm(int64_t{UINT32_MAX} + 1, 8, DLDataType{kDLBfloat, 16, 1}, SY_NORM_RMS))
+  CHECK(norm_plan(norm(kNormMaxClaimedRows + 1, 8, DLDataType{kDLBfloat, 16, 1}, SY_NORM_RMS))
             .row_claims_bytes == 0);
   // The performance shapes: 512 chunks of 32 rows at 4096 (128-thread backward blocks), 128
   // of 128 at 8192 and 16384 (512 threads).
