@@ -137,7 +137,11 @@ constexpr bool kForwardFloatRow = D != kMixed && VEC == 8 && CPT <= 4 && LAYER;
 // 0.1452 -> 0.1607). Its timelines then show the rows balanced but every block 13-14 % slower,
 // mostly from thread 0 waiting for each claim's atomic (its SASS moves the result at once into
 // the claim's register); claimed with a 32-bit atomic that lands there, 0.0800 -> 0.0805 and
-// 0.1485 -> 0.1504: still no gain (bench/results/2026-12-02-h200-session18, leases 6-8).
+// 0.1485 -> 0.1504: still no gain (bench/results/2026-12-02-h200-session18, leases 6-8). With
+// that claim and the loop left on a warp vote (below), forward + backward 0.1948 -> 0.1934 ms
+// at 4096 but slower at every other width (2048 to 16384: +0.9 to +9.6 us) and in f16 (4096
+// +6.5 us); this claimed kernel run by stride is itself 1.1 and 3.9 us slower than the stride
+// one, so the claims' balance is spent in its code (nineteenth session, same leases).
 template <bool LAYER>
 constexpr bool kForwardClaimsRows = norm_forward_claims_rows(LAYER);
 
@@ -376,7 +380,8 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
 
 // Streamed: at most 72 registers a thread at up to 32 elements (seven of the plan's 128-thread
 // blocks share a multiprocessor at H = 4096: measured LayerNorm 4096 forward 0.0896 -> 0.0855
-// ms against 80 registers and six blocks, when its rows were raw bits; RMS unchanged), 96 at
+// ms against 80 registers and six blocks, when its rows were raw bits; RMS unchanged; the
+// 16-bit RMS/L2 rows' 16 elements take 56, four 256-thread blocks at 4096), 96 at
 // 64 (which spill at 72; five blocks at LayerNorm 8192, not four as at the 107 registers it
 // takes without a cap: 0.194 -> 0.236 ms), and 112 for rows and gamma held as floats
 // (kForwardFloatRow). Otherwise 128, what one block of kNormMaxBlock threads
