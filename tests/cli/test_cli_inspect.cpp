@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <csignal>
+
 using namespace switchyard::test;
 
 namespace {
@@ -69,6 +71,24 @@ TEST_CASE("inspect: unavailable exits 0 with the reason; crashed exits 1 with an
   CHECK(crashed.signal == 0);
   CHECK(field(crashed.out, "state") == "crashed");
   CHECK(crashed.err.find("switchyard inspect: error: " + fixture_file("cli_crash")) !=
+        std::string::npos);
+}
+
+TEST_CASE("inspect survives a plugin that crashes while a problem is bound to it") {
+  // Loading and probing are fine; the forward's collectives need a bound problem, and binding
+  // calls supports(), which kills the process that calls it: a child, not inspect.
+  const auto result = run_cli({"inspect", fixture_file("cli_crash_supports")});
+  CHECK(result.signal == 0);
+  CHECK(result.exit_code == 0);
+  CHECK(field(result.out, "state") == "ok");
+  const std::string collectives = field(section(result.out, "cross_entropy"), "forward collectives");
+  CHECK(collectives.find("not determined: the plugin crashed while binding a problem") == 0);
+  CHECK(collectives.find("signal " + std::to_string(SIGSEGV)) != std::string::npos);
+  CHECK(collectives.find("supports()") != std::string::npos);
+
+  const auto json = run_cli({"inspect", "--json", fixture_file("cli_crash_supports")});
+  CHECK(json.exit_code == 0);
+  CHECK(parse_json(json.out)["forward_collectives"].text.find("crashed while binding a problem") !=
         std::string::npos);
 }
 

@@ -1,8 +1,10 @@
 // `switchyard inspect <name|path>`: everything the core can learn about one plugin.
+#include "child_process.hpp"
 #include "commands.hpp"
 #include "describe.hpp"
 #include "output.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <iostream>
 #include <sstream>
@@ -57,31 +59,50 @@ sy_ce_problem probe_problem(const FamilyInfo& info) {
   return problem;
 }
 
+// How long binding the probe problem may take in its child (a CUDA plugin's first use of the
+// device included) before it is killed.
+constexpr std::chrono::seconds kBindTimeout{20};
+
 // "3 per forward (tp_size 2, float32, cpu)", or why it is not known. Binding loads the plugin
-// in this process, so this is asked only of a plugin that already loaded cleanly in a child.
+// in the process that binds, and calls its supports() and workspace_size(): in a child, so
+// that a plugin that crashes or hangs there cannot take `inspect` down; asked only of a plugin
+// that already loaded cleanly in the probe's child.
 std::string forward_collectives_text(const RuntimeOptions& base, const PluginInfo& plugin) {
   if (!plugin.cross_entropy.offered) return "";
   if (!SY_HAS_FIELD(sy_cross_entropy, forward_collectives,
                     static_cast<size_t>(plugin.cross_entropy.table_struct_size)))
     return "not stated (the table predates ABI 1.1)";
   if (plugin.state != PluginState::Ok) return "not determined (the plugin cannot run here)";
-  try {
-    RuntimeOptions options = base;
-    options.cross_entropy = plugin.path;
-    options.args.clear();
-    const Runtime runtime(options);
-    const sy_ce_problem problem = probe_problem(plugin.cross_entropy);
-    const CrossEntropy bound = runtime.cross_entropy(problem);
-    const int32_t count = bound.backend().forward_collectives;
-    if (count < 0) return "not stated";
-    return std::to_string(count) + " per forward (tp_size " + std::to_string(problem.tp_size) +
-           ", " + (problem.logits_dtype.code == kDLBfloat   ? "bfloat16"
-            : problem.logits_dtype.bits == 32 ? "float32"
-                                              : "float16") + ", " +
-           (problem.device.device_type == kDLCPU ? "cpu" : "cuda") + ")";
-  } catch (const std::exception& e) {
-    return std::string("not determined: ") + e.what();
-  }
+  const sy_ce_problem problem = probe_problem(plugin.cross_entropy);
+  const ChildResult child = run_in_child(
+      [&]() -> std::string {
+        try {
+          RuntimeOptions options = base;
+          options.cross_entropy = plugin.path;
+          options.args.clear();
+          const Runtime runtime(options);
+          const CrossEntropy bound = runtime.cross_entropy(problem);
+          const int32_t count = bound.backend().forward_collectives;
+          if (count < 0) return "not stated";
+          return std::to_string(count) + " per forward (tp_size " + std::to_string(problem.tp_size) +
+                 ", " + (problem.logits_dtype.code == kDLBfloat   ? "bfloat16"
+                  : problem.logits_dtype.bits == 32 ? "float32"
+                                                    : "float16") + ", " +
+                 (problem.device.device_type == kDLCPU ? "cpu" : "cuda") + ")";
+        } catch (const std::exception& e) {
+          return std::string("not determined: ") + e.what();
+        }
+      },
+      kBindTimeout);
+  if (!child.error.empty()) return "not determined: " + child.error;
+  if (child.timed_out)
+    return "not determined: binding a problem did not finish within " +
+           std::to_string(kBindTimeout.count()) + " s; the plugin was stopped there";
+  if (child.signal != 0)
+    return "not determined: the plugin crashed while binding a problem (" +
+           signal_text(child.signal) + "): its supports() or workspace_size() kills the process";
+  if (child.output.empty()) return "not determined: binding a problem ended without an answer";
+  return child.output;
 }
 
 void print_family(std::ostream& out, Family family, const FamilyInfo& info,

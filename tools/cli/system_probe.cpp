@@ -1,13 +1,10 @@
 // CUDA and NCCL probes through dlopen, run in a child process that reports back over a pipe.
 #include "system_probe.hpp"
 
-#include <dlfcn.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "child_process.hpp"
 
-#include <cerrno>
+#include <dlfcn.h>
+
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -196,72 +193,25 @@ std::map<std::string, std::string> parse_facts(const std::string& text) {
 
 // Runs the probes in a child; returns what it wrote, and in `failure` why it did not finish.
 std::string run_probes_in_child(int timeout_seconds, std::string& failure) {
-  int fds[2];
-  if (::pipe(fds) != 0) {
-    failure = std::string("could not create a pipe for the probe process: ") + std::strerror(errno);
-    return "";
-  }
-  const pid_t child = ::fork();
-  if (child < 0) {
-    failure = std::string("could not fork the probe process: ") + std::strerror(errno);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return "";
-  }
-  if (child == 0) {
-    ::close(fds[0]);
-    Facts facts;
-    probe_cuda_driver(facts);
-    probe_cuda_runtime(facts);
-    probe_nccl(facts);
-    facts.add("done", "1");
-    const std::string& text = facts.text();
-    size_t written = 0;
-    while (written < text.size()) {
-      const ssize_t n = ::write(fds[1], text.data() + written, text.size() - written);
-      if (n <= 0) break;
-      written += static_cast<size_t>(n);
-    }
-    ::_exit(0);  // no atexit handlers or static destructors of the parent's state
-  }
-  ::close(fds[1]);
-  std::string output;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
-  bool timed_out = false;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          deadline - std::chrono::steady_clock::now())
-                          .count();
-    if (left <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd descriptor{fds[0], POLLIN, 0};
-    const int ready = ::poll(&descriptor, 1, static_cast<int>(left));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) {
-      timed_out = ready == 0;
-      break;
-    }
-    char buffer[4096];
-    const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    output.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fds[0]);
-  if (timed_out) ::kill(child, SIGKILL);
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (timed_out)
+  const ChildResult child = run_in_child(
+      [] {
+        Facts facts;
+        probe_cuda_driver(facts);
+        probe_cuda_runtime(facts);
+        probe_nccl(facts);
+        facts.add("done", "1");
+        return facts.text();
+      },
+      std::chrono::seconds(timeout_seconds));
+  if (!child.error.empty())
+    failure = "the CUDA/NCCL probe did not run: " + child.error;
+  else if (child.timed_out)
     failure = "the CUDA/NCCL probe did not finish within " + std::to_string(timeout_seconds) +
               " s and was killed (a hung driver?)";
-  else if (WIFSIGNALED(status))
-    failure = std::string("the CUDA/NCCL probe crashed with signal ") +
-              std::to_string(WTERMSIG(status)) + " (" + ::strsignal(WTERMSIG(status)) +
+  else if (child.signal != 0)
+    failure = "the CUDA/NCCL probe crashed (" + signal_text(child.signal) +
               ") while talking to the driver";
-  return output;
+  return child.output;
 }
 
 }  // namespace
