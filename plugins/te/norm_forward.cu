@@ -5,11 +5,12 @@
 //
 // STREAMED kernels take their rows from a ring of shared-memory stages that bulk copies (sm_90
 // cp.async.bulk) fill ahead of the rows' use (here a row ahead: kForwardStages), so the loads in
-// flight do not depend on the registers a thread holds; the other instantiation reads global memory
-// directly (rows that are not 16-byte aligned or whose stages do not fit). Both do the same
-// arithmetic in the same order, so a row's bits never depend on the path, and every order of
-// summation is fixed by the plan (hidden, x dtype, rows), never by the grid: sm_margin changes the
-// speed only.
+// flight do not depend on the registers a thread holds; the other instantiations read global
+// memory directly: the general one (rows that are not 16-byte aligned, mixed dtypes, or whose
+// stages do not fit) and the DIRECT one (16-bit RMS/L2 rows of 2048 to 4096 elements at
+// sm_margin 0, one row a block: kForwardDirect). All do the same arithmetic in the same order, so
+// a row's bits never depend on the path, and every order of summation is fixed by the plan
+// (hidden, x dtype, rows), never by the grid: sm_margin changes the speed only.
 #include "norm_kernels.hpp"
 
 #include "cuda_support.hpp"
@@ -23,6 +24,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -147,13 +149,33 @@ constexpr bool kForwardFloatRow = D != kMixed && VEC == 8 && CPT <= 4 && LAYER;
 template <bool LAYER>
 constexpr bool kForwardClaimsRows = norm_forward_claims_rows(LAYER);
 
+// 16-bit RMS/L2 rows of 2048 to 4096 elements (norm_forward_reads_directly; the plan gives them
+// 128 threads x 32 elements at 4096) are read straight from global memory into registers, one row
+// a block, with no ring, no claims and no persistent grid: the hardware hands a free slot the next
+// row, so the multiprocessors balance themselves, and a block's start costs less than the ring's
+// claim and refill between rows (Liger-Kernel's rows, one Triton program each, measured 0.0687 ms
+// for the RMS 4096 forward against te's 0.0723 in the nineteenth session's final run).
+// Twentieth session, same lease, forward + backward (forward), ms, against the claimed ring at
+// 256 x 16: bf16 2048 0.1148 -> 0.1093 (0.0432 -> 0.0380), 3072 0.1431 -> 0.1383, 4096 0.1827 ->
+// 0.1794 (0.0727 -> 0.0697), f16 4096 0.1826 -> 0.1802; level at 5120 (0.2260 against 0.2268),
+// slower at 8192 (0.3444 -> 0.3525) and 16384 (0.673 -> 0.794), which keep the ring. At 256 x 16
+// the same reading was slower at every width (4096 forward 0.0867), and so was the persistent grid
+// reading by stride (0.0813), which sm_margin would need: with a margin these rows take the ring
+// at the same layout, so their bits do not change. LayerNorm read this way was slower (4096 forward
+// 0.0800 -> 0.1020 with its rows as floats at 112 registers, 0.0812 as raw bits at 72).
+// Results: bench/results/2026-12-02-h200-session20.
+template <int VEC, int CPT, bool LAYER>
+constexpr bool kForwardDirect = !LAYER && VEC == 8 && CPT == 4;
+
 // The forward's rows. LAYER: LayerNorm (Chan's merge, y from h − mean), else RMS/L2 (the sum
 // of squares; y from h, which is (h − 0) exactly). G: the GammaForm. Rows stream through the
 // ring exactly when the dtypes are known (D != kMixed): the host picks that instantiation only
-// for aligned rows whose stages fit.
-template <int VEC, int CPT, int D, bool LAYER, int G>
+// for aligned rows whose stages fit. DIRECT: typed rows read straight from global memory, one row
+// a block (kForwardDirect); the arithmetic is the STREAMED kernel's.
+template <int VEC, int CPT, int D, bool LAYER, int G, bool DIRECT>
 __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const RingLayout& layout) {
-  constexpr bool STREAMED = D != kMixed;
+  constexpr bool STREAMED = D != kMixed;  // the dtypes known at compile time, whole chunks
+  constexpr bool RING = STREAMED && !DIRECT;
   extern __shared__ __align__(128) unsigned char ring_memory[];
   __shared__ uint64_t full[kMaxStages];
   __shared__ GroupScratch<float4> chan_scratch;  // LayerNorm: (count, mean, M2)
@@ -171,7 +193,7 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
   const RingSources src{{static_cast<const char*>(a.x), static_cast<const char*>(a.residual), nullptr},
                         {a.x_row_bytes, a.residual_row_bytes, 0}};
   // RMS/L2 rows are claimed (kForwardClaimsRows): each stage records its row.
-  constexpr bool kClaimed = STREAMED && kForwardClaimsRows<LAYER>;
+  constexpr bool kClaimed = RING && kForwardClaimsRows<LAYER>;
   __shared__ int64_t stage_rows[kMaxStages];
   const Ring ring{layout, ring_memory, full, kClaimed ? stage_rows : nullptr};
   __shared__ ClaimCursor::State cursor_state;
@@ -180,7 +202,7 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
     else return StrideCursor(a.rows);
   }();
   StagePosition filled;
-  if constexpr (STREAMED) ring.start(next, filled, src);
+  if constexpr (RING) ring.start(next, filled, src);
   constexpr bool kGammaInRegisters = kForwardGammaInRegisters<CPT, D> && G != kGammaOne;
   constexpr bool kGammaFloats = kGammaInRegisters && kForwardFloatRow<VEC, CPT, D, LAYER>;
   RawChunk gamma_raw[kGammaInRegisters && !kGammaFloats ? CPT : 1];
@@ -197,7 +219,7 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
   }
   // Beta, as raw bits, after the ring's stages: each thread stores its own chunks once and
   // reads them back every row (no barrier).
-  constexpr bool kBetaShared = kForwardBetaShared<VEC, D, LAYER>;
+  constexpr bool kBetaShared = kForwardBetaShared<VEC, D, LAYER> && RING;
   auto beta_shared_at = [&](int chunk) -> RawChunk& {
     return reinterpret_cast<RawChunk*>(ring_memory + layout.stages * layout.stage_bytes)[chunk];
   };
@@ -225,7 +247,7 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
     const char* x_row = static_cast<const char*>(a.x) + row * a.x_row_bytes;
     const char* res_row =
         residual ? static_cast<const char*>(a.residual) + row * a.residual_row_bytes : nullptr;
-    if constexpr (STREAMED) {
+    if constexpr (RING) {
       const char* stage = ring.wait(at);
       if constexpr (kClaimed) {  // the stage's row (x_row and res_row: the stage's, below)
         row = ring.row_at(at);
@@ -330,7 +352,7 @@ __device__ __forceinline__ void forward_rows(const NormForwardArgs& a, const Rin
       rstd = norm_rstd(merged / h_count, a.eps);
     }
     // The reduction was a barrier: every thread has its row in registers.
-    if constexpr (STREAMED)
+    if constexpr (RING)
       if (g.thread == 0) ring.refill(next, filled, src);
 
     char* y_row = static_cast<char*>(a.y) + row * a.y_row_bytes;
@@ -394,11 +416,11 @@ constexpr int kForwardMaxRegisters = D == kMixed                              ? 
                                      : CPT > 4                                ? 96
                                                                               : 72;
 
-template <int VEC, int CPT, int D, bool LAYER>
+template <int VEC, int CPT, int D, bool LAYER, bool DIRECT = false>
 __global__ void __maxnreg__((kForwardMaxRegisters<VEC, CPT, D, LAYER>))
     norm_forward_kernel(NormForwardArgs a, RingLayout layout) {
   with_gamma_form<D != kMixed>(a.weight, a.zero_centered, [&](auto form) {
-    forward_rows<VEC, CPT, D, LAYER, decltype(form)::value>(a, layout);
+    forward_rows<VEC, CPT, D, LAYER, decltype(form)::value, DIRECT>(a, layout);
   });
 }
 
@@ -447,11 +469,29 @@ void forward_with(const NormForwardArgs& a, const NormLayout& l, const RingLayou
 // established (the bytes moved are the same).
 constexpr uint32_t kForwardStages = 2;
 
-// Streams the rows through a ring with the compile-time dtype D when they can be, else reads
-// them directly (kMixed).
+// One block a row (kForwardDirect): the grid is the rows (up to the most blocks a grid has; a
+// block past that many rows takes more by stride).
+template <int VEC, int CPT, int D, bool LAYER>
+void forward_direct(const NormForwardArgs& a, const NormLayout& l, void* stream) {
+  constexpr int64_t kMaxGrid = 0x7fffffff;
+  NormForwardArgs direct = a;
+  direct.row_claims = nullptr;
+  norm_forward_kernel<VEC, CPT, D, LAYER, true>
+      <<<static_cast<unsigned>(std::min(a.rows, kMaxGrid)), l.threads, 0, stream_of(stream)>>>(direct, RingLayout{});
+}
+
+// Reads the rows directly, one a block, where kForwardDirect says so, else streams them through
+// a ring with the compile-time dtype D when they can be, else reads them directly by the
+// persistent grid (kMixed).
 template <int VEC, int CPT, int D, bool LAYER>
 void forward_streamed_or_not(const NormForwardArgs& a, const NormLayout& l, RingLayout stage,
                              int device, int sm_margin, void* stream) {
+  if constexpr (kForwardDirect<VEC, CPT, LAYER>) {
+    if (sm_margin == 0 && norm_forward_reads_directly(LAYER, VEC, (a.hidden + VEC - 1) / VEC)) {
+      forward_direct<VEC, CPT, D, LAYER>(a, l, stream);
+      return;
+    }
+  }
   // The block's copy of beta where this instantiation reads it (kForwardBetaShared).
   if (kForwardBetaShared<VEC, D, LAYER> && a.bias != nullptr)
     stage.parameter_bytes = parameter_copy_bytes(a.hidden, VEC);

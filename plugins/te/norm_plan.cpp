@@ -40,8 +40,14 @@ NormPlan norm_plan(const sy_norm_problem& p) {
   // 2048 0.1153 -> 0.1137, 3072 0.1442 -> 0.1430, 4096 0.1835 -> 0.1817, 5120 0.2292 -> 0.2258,
   // 8192 0.3458 -> 0.3428, 16384 level (the layout doubles back to 32 there); f16 4096 0.1833 ->
   // 0.1823, 8192 0.3469 -> 0.3426. Not LayerNorm, whose forward is issue-bound and slower with
-  // more threads a row (4096: 0.0797 -> 0.0849 forward), nor fp32 (not measured).
-  plan.forward = layout_for(plan.chunks, vec, vec == 8 && p.kind != SY_NORM_LAYER ? 16 : 32);
+  // more threads a row (4096: 0.0797 -> 0.0849 forward), nor fp32 (not measured). Since the
+  // twentieth session those RMS/L2 rows of 2048 to 4096 elements take 32 again: their forward
+  // reads them straight into registers, one row a block (norm_forward_reads_directly), which is
+  // fastest at 128 x 32 (4096: forward 0.0727 -> 0.0697 ms against the claimed ring at 256 x 16;
+  // the same reading at 256 x 16, 0.0867).
+  const bool layer = p.kind == SY_NORM_LAYER;
+  const bool forward16 = vec == 8 && !layer && !norm_forward_reads_directly(layer, vec, plan.chunks);
+  plan.forward = layout_for(plan.chunks, vec, forward16 ? 16 : 32);
   // The backward: rows that cannot stream at 16 bits (fp32, mixed dtypes, memory-efficient) take
   // 16 in every kind (`narrow`): LayerNorm's general and fp32 kernels, which also keep a dbeta
   // sum per element, would spill at 32, and the fp32 RMS backward at 4096 measured 0.485 ->
@@ -80,7 +86,7 @@ NormPlan norm_plan(const sy_norm_problem& p) {
   plan.row_claims_offset = plan.parameters * plan.partial_bytes;
   const bool claimable = p.rows > 0 && p.rows <= kNormMaxClaimedRows;
   plan.row_claims_bytes =
-      norm_forward_claims_rows(p.kind == SY_NORM_LAYER) && claimable ? kRowClaimsBytes : 0;
+      norm_forward_claims_rows(layer) && claimable ? kRowClaimsBytes : 0;
   plan.workspace_bytes = plan.row_claims_offset + plan.row_claims_bytes;
   return plan;
 }

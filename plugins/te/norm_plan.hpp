@@ -46,6 +46,13 @@ struct NormPlan {
 // Whether the streamed forward claims its rows from a counter (norm_forward.cu,
 // kForwardClaimsRows, which says why): RMS and L2, not LayerNorm.
 constexpr bool norm_forward_claims_rows(bool layer) { return !layer; }
+// Whether the forward reads rows of `chunks` 16-byte chunks straight from global memory into
+// registers, one row a block, with no ring (norm_forward.cu, kForwardDirect, says why and what was
+// measured): 16-bit RMS/L2 rows of 2048 to 4096 elements, whose plan then takes 32 elements a
+// thread. Only at sm_margin 0 (its grid is the rows); otherwise the same layout streams.
+constexpr bool norm_forward_reads_directly(bool layer, int vec, int64_t chunks) {
+  return !layer && vec == 8 && chunks >= 256 && chunks <= 512;
+}
 // The most rows a forward claims (ClaimCursor counts its claims in 32 bits): more go by stride.
 // Below 2^32 by room for the claim each block makes past the last row (grids are far smaller
 // than 2^24 blocks), so that the count never wraps.

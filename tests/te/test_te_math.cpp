@@ -561,13 +561,14 @@ TEST_CASE("norm plan: every hidden size fits the registers of one block of <= 51
   }
   // The performance shapes (bf16): 32 elements per thread, forward and backward, except the
   // backward of rows wider than 128 threads x 32 (bf16 8192: 512 x 16), the fp32 LayerNorm
-  // backward, whose dbeta sums would not fit the registers, and the 16-bit RMS/L2 forward (16).
+  // backward, whose dbeta sums would not fit the registers, and the 16-bit RMS/L2 forward of
+  // rows it does not read directly (16: 8192 at 512 x 16).
   const DLDataType bf16{kDLBfloat, 16, 1};
   const NormPlan rms4096 = norm_plan(norm(16384, 4096, bf16, SY_NORM_RMS));
   const NormPlan ln8192 = norm_plan(norm(16384, 8192, bf16, SY_NORM_LAYER));
-  CHECK(rms4096.forward.threads == 256);
-  CHECK(rms4096.forward.chunks_per_thread == 2);
-  CHECK(norm_plan(norm(16384, 4096, bf16, SY_NORM_L2)).forward.threads == 256);
+  CHECK(rms4096.forward.threads == 128);
+  CHECK(rms4096.forward.chunks_per_thread == 4);
+  CHECK(norm_plan(norm(16384, 4096, bf16, SY_NORM_L2)).forward.threads == 128);
   CHECK(norm_plan(norm(16384, 8192, bf16, SY_NORM_RMS)).forward.threads == 512);
   CHECK(norm_plan(norm(16384, 4096, bf16, SY_NORM_LAYER)).forward.threads == 128);
   CHECK(norm_plan(norm(16384, 4096, DLDataType{kDLFloat, 32, 1}, SY_NORM_RMS)).forward.chunks_per_thread == 8);
@@ -594,6 +595,31 @@ TEST_CASE("norm plan: every hidden size fits the registers of one block of <= 51
   sy_norm_problem efficient = norm(16384, 4096, bf16, SY_NORM_RMS);
   efficient.flags = SY_NORM_MEMORY_EFFICIENT;
   CHECK(norm_plan(efficient).backward.threads == 256);
+}
+
+TEST_CASE("norm plan: 16-bit RMS/L2 rows of 2048 to 4096 elements are read directly at 32 a thread") {
+  // norm_forward_reads_directly: measured faster from 2048 to 4096 elements, level at 5120,
+  // slower at 8192 and 16384 (norm_forward.cu, kForwardDirect).
+  CHECK_FALSE(norm_forward_reads_directly(false, 8, 255));
+  CHECK(norm_forward_reads_directly(false, 8, 256));
+  CHECK(norm_forward_reads_directly(false, 8, 512));
+  CHECK_FALSE(norm_forward_reads_directly(false, 8, 513));
+  CHECK_FALSE(norm_forward_reads_directly(true, 8, 512));  // LayerNorm: slower read so
+  CHECK_FALSE(norm_forward_reads_directly(false, 4, 512));  // fp32: not measured
+  // The kernel reads them one row a block at 4 chunks a thread (kForwardDirect): the plan must
+  // give every such row that layout, whatever its kind of 16-bit dtype.
+  for (const DLDataType dtype : {DLDataType{kDLBfloat, 16, 1}, DLDataType{kDLFloat, 16, 1}})
+    for (sy_norm_kind kind : {SY_NORM_RMS, SY_NORM_L2})
+      for (int64_t hidden = 2040; hidden <= 4104; hidden += 8) {
+        const NormPlan plan = norm_plan(norm(16384, hidden, dtype, kind));
+        INFO("hidden " << hidden << " kind " << int(kind));
+        CHECK((plan.forward.chunks_per_thread == 4) == norm_forward_reads_directly(false, 8, plan.chunks));
+        if (hidden > 4096) CHECK(plan.forward.chunks_per_thread == 2);
+      }
+  const DLDataType bf16{kDLBfloat, 16, 1};
+  CHECK(norm_plan(norm(16384, 2048, bf16, SY_NORM_RMS)).forward.threads == 64);
+  CHECK(norm_plan(norm(16384, 3072, bf16, SY_NORM_RMS)).forward.threads == 96);
+  CHECK(norm_plan(norm(16384, 2040, bf16, SY_NORM_RMS)).forward.chunks_per_thread == 2);
 }
 
 TEST_CASE("norm plan: the dgamma partition depends on rows and hidden only") {
