@@ -156,13 +156,13 @@ constexpr bool kForwardClaimsRows = norm_forward_claims_rows(LAYER);
 // claim and refill between rows (Liger-Kernel's rows, one Triton program each, measured 0.0687 ms
 // for the RMS 4096 forward against te's 0.0723 in the nineteenth session's final run).
 // Twentieth session, same lease, forward + backward (forward), ms, against the claimed ring at
-// 256 x 16: bf16 2048 0.1148 -> 0.1093 (0.0432 -> 0.0380), 3072 0.1431 -> 0.1383, 4096 0.1827 ->
-// 0.1794 (0.0727 -> 0.0697), f16 4096 0.1826 -> 0.1802; level at 5120 (0.2260 against 0.2268),
-// slower at 8192 (0.3444 -> 0.3525) and 16384 (0.673 -> 0.794), which keep the ring. At 256 x 16
-// the same reading was slower at every width (4096 forward 0.0867), and so was the persistent grid
+// 256 x 16: bf16 2048 0.1148 -> 0.1093 (0.0432 -> 0.0379), 3072 0.1431 -> 0.1383, 4096 0.1827 ->
+// 0.1795 (0.0727 -> 0.0698), f16 4096 0.1825 -> 0.1801; level at 5120 (0.2261 against 0.2268),
+// slower at 8192 (0.3445 -> 0.3521) and 16384 (0.673 -> 0.794), which keep the ring. At 256 x 16
+// the same reading was slower at every width (4096 forward 0.0868), and so was the persistent grid
 // reading by stride (0.0813), which sm_margin would need: with a margin these rows take the ring
 // at the same layout, so their bits do not change. LayerNorm read this way was slower (4096 forward
-// 0.0800 -> 0.1020 with its rows as floats at 112 registers, 0.0812 as raw bits at 72).
+// 0.0798 -> 0.1020 with its rows as floats at 112 registers, 0.0812 as raw bits at 72).
 // Results: bench/results/2026-12-02-h200-session20.
 template <int VEC, int CPT, bool LAYER>
 constexpr bool kForwardDirect = !LAYER && VEC == 8 && CPT == 4;

@@ -43,8 +43,8 @@ NormPlan norm_plan(const sy_norm_problem& p) {
   // more threads a row (4096: 0.0797 -> 0.0849 forward), nor fp32 (not measured). Since the
   // twentieth session those RMS/L2 rows of 2048 to 4096 elements take 32 again: their forward
   // reads them straight into registers, one row a block (norm_forward_reads_directly), which is
-  // fastest at 128 x 32 (4096: forward 0.0727 -> 0.0697 ms against the claimed ring at 256 x 16;
-  // the same reading at 256 x 16, 0.0867).
+  // fastest at 128 x 32 (4096: forward 0.0727 -> 0.0698 ms against the claimed ring at 256 x 16;
+  // the same reading at 256 x 16, 0.0868).
   const bool layer = p.kind == SY_NORM_LAYER;
   const bool forward16 = vec == 8 && !layer && !norm_forward_reads_directly(layer, vec, plan.chunks);
   plan.forward = layout_for(plan.chunks, vec, forward16 ? 16 : 32);
