@@ -14,7 +14,9 @@
 #
 # One line a variant, round and case: "[NAME rROUND] case median forward backward x-floor check".
 # The floor is this run's: a 1 GiB copy's bandwidth (so it reads a little lower than
-# bench/run_gpu.sh's 4 GiB copy); the times are what to compare.
+# bench/run_gpu.sh's 4 GiB copy); the times are what to compare. Then one line a case and
+# variant, "median CASE NAME median (forward / backward) over N rounds", the medians over the
+# rounds, in the order the variants were given.
 set -u
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 stage=$(cd "${STAGE:-$repo/build-stage}" && pwd) || { echo "ab.sh: no stage folder" >&2; exit 2; }
@@ -53,4 +55,17 @@ for r in json.load(open(path))["results"]:
           f"{'ok' if c.get('passed') else 'CHECK-FAIL'} {c.get('max_rel_error', 0):.3g}")
 PY
   done
-done
+done | tee "$work/lines.txt"
+python3 - "$work/lines.txt" <<'PY'
+import collections, statistics, sys
+runs = collections.defaultdict(lambda: collections.defaultdict(list))
+for line in open(sys.argv[1]):
+    if not line.startswith("["):
+        continue
+    fields = line.split()
+    runs[fields[2]][fields[0][1:]].append([float(v) for v in fields[3:6]])
+for case in sorted(runs):
+    for name, times in runs[case].items():
+        m = [statistics.median(t[i] for t in times) for i in range(3)]
+        print(f"median {case:16s} {name:12s} {m[0]:.4f} ({m[1]:.4f} / {m[2]:.4f}) over {len(times)} rounds")
+PY
