@@ -16,7 +16,7 @@
 # The floor is this run's: a 1 GiB copy's bandwidth (so it reads a little lower than
 # bench/run_gpu.sh's 4 GiB copy); the times are what to compare. Then one line a case and
 # variant, "median CASE NAME median (forward / backward) over N rounds", the medians over the
-# rounds, in the order the variants were given.
+# rounds (rounds whose check failed are counted, and said), in the order the variants were given.
 set -u
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 stage=$(cd "${STAGE:-$repo/build-stage}" && pwd) || { echo "ab.sh: no stage folder" >&2; exit 2; }
@@ -43,7 +43,7 @@ for round in $(seq 1 "$rounds"); do
       tail -5 "$work/run.out"
       continue
     fi
-    python3 - "$work/run.json" "$plugin" "$name" "$round" <<'PY'
+    python3 - "$work/run.json" "$plugin" "$name" "$round" <<'PY' | tee -a "$work/lines.txt"
 import json, sys
 path, plugin, name, round_ = sys.argv[1:]
 for r in json.load(open(path))["results"]:
@@ -55,17 +55,19 @@ for r in json.load(open(path))["results"]:
           f"{'ok' if c.get('passed') else 'CHECK-FAIL'} {c.get('max_rel_error', 0):.3g}")
 PY
   done
-done | tee "$work/lines.txt"
+done
+[[ -s $work/lines.txt ]] || exit 0
 python3 - "$work/lines.txt" <<'PY'
 import collections, statistics, sys
 runs = collections.defaultdict(lambda: collections.defaultdict(list))
+failed = collections.Counter()
 for line in open(sys.argv[1]):
-    if not line.startswith("["):
-        continue
     fields = line.split()
     runs[fields[2]][fields[0][1:]].append([float(v) for v in fields[3:6]])
+    failed[fields[2], fields[0][1:]] += fields[7] != "ok"
 for case in sorted(runs):
     for name, times in runs[case].items():
         m = [statistics.median(t[i] for t in times) for i in range(3)]
-        print(f"median {case:16s} {name:12s} {m[0]:.4f} ({m[1]:.4f} / {m[2]:.4f}) over {len(times)} rounds")
+        bad = f", check failed in {failed[case, name]}" if failed[case, name] else ""
+        print(f"median {case:16s} {name:12s} {m[0]:.4f} ({m[1]:.4f} / {m[2]:.4f}) over {len(times)} rounds{bad}")
 PY
